@@ -1,0 +1,38 @@
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+RUN    := .run
+
+.PHONY: run test lint install bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## run: resync a copy of sample_vault/ (in .run/, ignored by git) on the embedded defaults
+run: $(STAMP)
+	@rm -rf $(RUN)/vault $(RUN)/state && mkdir -p $(RUN)
+	@cp -R sample_vault $(RUN)/vault
+	@ACLARAI_STATE_DIR=$(RUN)/state XDG_CONFIG_HOME=$(RUN)/config $(BIN)/aclarai resync $(RUN)/vault
+	@echo
+	@echo "Scores were written into the notes under $(RUN)/vault (look for aclarai:entailed_score)."
+	@echo "The embedded graph is $(RUN)/state/graph.sqlite; try: $(BIN)/aclarai status $(RUN)/vault"
+
+## test: the whole test suite
+test: $(STAMP)
+	@$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	@$(BIN)/ruff check .
+	@$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	@$(BIN)/python benchmarks/resync.py
+
+clean:
+	rm -rf $(RUN) build dist *.egg-info

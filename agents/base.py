@@ -1,0 +1,120 @@
+"""The evaluator and claim-extractor interfaces, and the data they exchange.
+
+An evaluator must implement only :meth:`Evaluator.evaluate_batch`; a claim extractor only
+:meth:`ClaimExtractor.extract_batch`. ``name`` and ``version`` identify the implementation (and its
+prompts or learned parameters) for the evaluation cache: change either and cached results stop
+matching.
+
+A score of ``None`` means the evaluation failed and ``status`` says why. It is never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+from aclarai.parsers import normalize_text
+
+VERDICT_LABELS: tuple[str, ...] = ("supported", "weakly_supported", "unsupported")
+
+
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    block_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionInput:
+    """A dirty block and the window of blocks around it (``window.claimify.p`` / ``.f``)."""
+
+    block: Utterance
+    before: tuple[Utterance, ...] = ()
+    after: tuple[Utterance, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    id: str
+    block_id: str
+    text: str
+
+
+def claim_id(block_id: str, text: str) -> str:
+    """Deterministic claim id: the same claim of the same block always gets the same id."""
+    digest = hashlib.sha256(f"{block_id}\x00{normalize_text(text)}".encode()).hexdigest()
+    return f"clm-{digest[:20]}"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalItem:
+    """One claim to score against the utterance it came from."""
+
+    claim: str
+    source: str
+    context: tuple[str, ...] = ()
+    """Neighbouring utterances (the window), for decontextualization and verification."""
+    claim_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    entailed_score: float | None
+    coverage_score: float | None
+    decontextualization_score: float | None
+    status: str = "ok"
+    """``ok``, or why some score is ``None``."""
+    verdict: str | None = None
+    """One of :data:`VERDICT_LABELS`, or ``None`` when no verdict was produced."""
+    justification: str | None = None
+    omitted: tuple[str, ...] = ()
+    """Verifiable elements of the source the claim leaves out (coverage)."""
+
+
+class ClaimExtractor(ABC):
+    name: str = "abstract"
+    version: str = "0"
+
+    @abstractmethod
+    def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
+        """Claims of each input's block, in input order."""
+
+    def extract(self, item: ExtractionInput) -> list[Claim]:
+        return self.extract_batch([item])[0]
+
+    def close(self) -> None:
+        """Release connections; the default holds none."""
+
+
+class Evaluator(ABC):
+    name: str = "abstract"
+    version: str = "0"
+
+    @abstractmethod
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        """One :class:`Score` per item, in order. Failures are ``None`` scores, not exceptions."""
+
+    def evaluate(self, item: EvalItem) -> Score:
+        return self.evaluate_batch([item])[0]
+
+    @property
+    def model_id(self) -> str:
+        """What is recorded on the edge as ``model``."""
+        return f"{self.name}:{self.version}"
+
+    def close(self) -> None:
+        """Release connections; the default holds none."""
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

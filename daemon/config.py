@@ -1,0 +1,360 @@
+"""The one configuration object.
+
+Precedence, highest first: explicit overrides (CLI flags) > ``ACLARAI_<SECTION>__<KEY>``
+environment variables > the user's YAML file (``--config``, else
+``$XDG_CONFIG_HOME/aclarai/config.yaml``) > ``aclarai.config.default.yaml`` shipped with the
+package. ``ACLARAI_STATE_DIR`` moves all state elsewhere. Unknown keys are errors naming the key
+and where it came from. This is the only module that reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from aclarai.parsers import ConfigError
+
+DEFAULT_CONFIG_NAME = "aclarai.config.default.yaml"
+ENV_PREFIX = "ACLARAI_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VaultSettings(_Section):
+    path: str | None = None
+    include: tuple[str, ...] = ("**/*.md",)
+    exclude: tuple[str, ...] = ()
+    max_file_mb: float = 10.0
+
+
+class StateSettings(_Section):
+    dir: str | None = None
+
+
+class SqliteSettings(_Section):
+    path: str | None = None
+    """Graph database file; default ``<state dir>/graph.sqlite``."""
+
+
+class Neo4jSettings(_Section):
+    uri: str = "bolt://127.0.0.1:7687"
+    user: str = "neo4j"
+    password_env: str = "NEO4J_PASSWORD"
+    database: str = "neo4j"
+    max_attempts: int = Field(5, ge=1)
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class GraphSettings(_Section):
+    backend: Literal["sqlite", "neo4j"] = "sqlite"
+    sqlite: SqliteSettings = SqliteSettings()
+    neo4j: Neo4jSettings = Neo4jSettings()
+
+
+class LLMSettings(_Section):
+    api_base: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = Field(1024, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    requests_per_minute: int = Field(600, ge=1)
+    max_concurrency: int = Field(4, ge=1)
+    mode: Literal["combined", "per_agent"] = "combined"
+    json_mode: bool = True
+
+
+class ClaimifyModels(_Section):
+    default: str = "gpt-4o-mini"
+    extraction: str | None = None
+    entailment: str | None = None
+    coverage: str | None = None
+    decontextualization: str | None = None
+    verification: str | None = None
+
+
+class ModelSettings(_Section):
+    backend: Literal["offline", "llm"] = "offline"
+    llm: LLMSettings = LLMSettings()
+    claimify: ClaimifyModels = ClaimifyModels()
+    embedding: str | None = None
+    """Embedding model on the same endpoint; ``None`` uses the offline embedding."""
+    prompts_dir: str | None = None
+    """Folder of prompt YAML files overriding the shipped ones by name."""
+
+
+class WindowSize(_Section):
+    p: int = Field(3, ge=0)
+    f: int = Field(1, ge=0)
+
+
+class WindowSettings(_Section):
+    claimify: WindowSize = WindowSize()
+
+
+class RetrySettings(_Section):
+    max_attempts: int = Field(3, ge=1)
+
+
+class ProcessingSettings(_Section):
+    retries: RetrySettings = RetrySettings()
+    workers: int = Field(2, ge=1)
+    batch_size: int = Field(64, ge=1)
+
+
+class ThresholdSettings(_Section):
+    claim_quality: float = Field(0.70, ge=0, le=1)
+
+
+class WatchSettings(_Section):
+    quiet_period_s: float = Field(3.0, ge=0)
+    max_wait_s: float = Field(60.0, gt=0)
+    delete_grace_s: float = Field(10.0, ge=0)
+    polling: bool = False
+    polling_interval_s: float = Field(1.0, gt=0)
+    reconcile_cron: str = "*/30 * * * *"
+
+
+class QueueSettings(_Section):
+    max_attempts: int = Field(8, ge=1)
+    backoff_base_s: float = Field(1.0, gt=0)
+    backoff_max_s: float = Field(300.0, gt=0)
+
+
+class ToolSpec(_Section):
+    name: str
+    description: str = ""
+    params: dict[str, Any] = {}
+
+
+def _default_tool_mappings() -> dict[str, tuple[ToolSpec, ...]]:
+    search = ToolSpec(
+        name="vector_search_utterances",
+        description="Find the utterances of the vault most similar to a text.",
+        params={"collection": "utterances", "top_k": 5},
+    )
+    neighbours = ToolSpec(
+        name="neo4j_query_tool",
+        description="Read-only questions about the graph: neighbouring blocks, claims of a block.",
+        params={"max_rows": 50, "timeout_s": 5},
+    )
+    return {
+        "entailment_agent": (),
+        "coverage_agent": (),
+        "decontextualization_agent": (search,),
+        "claimify_agent": (neighbours,),
+    }
+
+
+class ToolsSettings(_Section):
+    agent_tool_mappings: dict[str, tuple[ToolSpec, ...]] = Field(
+        default_factory=_default_tool_mappings
+    )
+
+
+class ServiceWeights(_Section):
+    pre_checks: float = Field(0.3, ge=0)
+    judges: float = Field(0.7, ge=0)
+
+
+class ServiceThresholds(_Section):
+    pass_above: float = Field(0.8, ge=0, le=1)
+    review_above: float = Field(0.5, ge=0, le=1)
+
+
+class ServiceSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(18081, ge=0, le=65535)
+    token_env: str | None = None
+    """Name of the environment variable holding the bearer token; ``None``: no auth."""
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    early_exit_threshold: float = Field(0.2, ge=0, le=1)
+    min_words: int = Field(3, ge=0)
+    judge_timeout_s: float = Field(30.0, gt=0)
+    weights: ServiceWeights = ServiceWeights()
+    thresholds: ServiceThresholds = ServiceThresholds()
+
+
+class RedisSettings(_Section):
+    url: str = "redis://127.0.0.1:6379/0"
+    stream: str = "eval-events"
+    group: str = "eval-group"
+    results_stream: str = "eval-results"
+    dead_letter_stream: str = "eval-dead-letter"
+    max_deliveries: int = Field(3, ge=1)
+    claim_idle_ms: int = Field(60_000, ge=1)
+    block_ms: int = Field(2_000, ge=1)
+    batch: int = Field(16, ge=1)
+
+
+class LoggingSettings(_Section):
+    level: str = "INFO"
+    format: Literal["auto", "text", "json"] = "auto"
+
+
+class Config(_Section):
+    vault: VaultSettings = VaultSettings()
+    state: StateSettings = StateSettings()
+    graph: GraphSettings = GraphSettings()
+    model: ModelSettings = ModelSettings()
+    window: WindowSettings = WindowSettings()
+    processing: ProcessingSettings = ProcessingSettings()
+    threshold: ThresholdSettings = ThresholdSettings()
+    watch: WatchSettings = WatchSettings()
+    queue: QueueSettings = QueueSettings()
+    tools: ToolsSettings = ToolsSettings()
+    service: ServiceSettings = ServiceSettings()
+    redis: RedisSettings = RedisSettings()
+    logging: LoggingSettings = LoggingSettings()
+
+    _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
+
+    def secret(self, env_name: str | None) -> str | None:
+        """The value of an environment variable named in the configuration (passwords, keys)."""
+        if not env_name:
+            return None
+        return self._env.get(env_name)
+
+    def state_dir_for(self, vault: Path) -> Path:
+        """Where this vault's state lives: outside the vault, since sync tools corrupt live
+        SQLite files. ``state.dir`` wins; else one folder per vault under the XDG state home."""
+        if self.state.dir:
+            return Path(self.state.dir).expanduser()
+        base = self._env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        resolved = str(vault.expanduser().resolve())
+        key = hashlib.sha256(resolved.encode()).hexdigest()[:12]
+        return Path(base) / "aclarai" / f"{vault.resolve().name or 'vault'}-{key}"
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        """A copy with dotted-key overrides (``{"graph.backend": "neo4j"}``) applied."""
+        data = self.model_dump()
+        for dotted, value in overrides.items():
+            _set_dotted(data, dotted.split("."), value, source="command line")
+        return _build(data, self._env, source="command line")
+
+
+def default_config_path() -> Path:
+    return Path(str(resources.files("aclarai.daemon").joinpath(DEFAULT_CONFIG_NAME)))
+
+
+def user_config_path(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "aclarai" / "config.yaml"
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the configuration from every layer; raise :class:`ConfigError` naming a bad key."""
+    environ = dict(os.environ if env is None else env)
+    data = _read_yaml(default_config_path())
+    user_path = path if path is not None else user_config_path(environ)
+    if path is not None and not path.exists():
+        raise ConfigError(f"config file {path} does not exist", source=str(path))
+    if user_path.exists():
+        layer = _read_yaml(user_path)
+        _check_keys(layer, Config, (), str(user_path))
+        _deep_merge(data, layer)
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        if name == "ACLARAI_STATE_DIR":
+            _set_dotted(data, ["state", "dir"], raw, source=name)
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        if len(parts) < 2:
+            continue
+        _set_dotted(data, parts, _parse_env_value(raw), source=name)
+    if overrides:
+        for dotted, value in overrides.items():
+            _set_dotted(data, dotted.split("."), value, source="command line")
+    return _build(data, environ, source=str(user_path))
+
+
+def _build(data: dict[str, Any], env: Mapping[str, str], *, source: str) -> Config:
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"invalid config value for {key}: {first['msg']}", key=key) from exc
+    config._env = dict(env)
+    return config
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}", source=str(path)) from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path} must hold a mapping", source=str(path))
+    return loaded
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def _deep_merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def _section_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    field = model.model_fields.get(key)
+    if field is None:
+        return None
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _check_keys(
+    layer: Mapping[str, Any], model: type[BaseModel], prefix: tuple[str, ...], source: str
+) -> None:
+    for key, value in layer.items():
+        dotted = ".".join((*prefix, str(key)))
+        if key not in model.model_fields:
+            raise ConfigError(f"unknown config key {dotted!r} in {source}", key=dotted, source=source)
+        sub = _section_model(model, key)
+        if sub is not None and isinstance(value, Mapping):
+            _check_keys(value, sub, (*prefix, str(key)), source)
+
+
+def _set_dotted(data: dict[str, Any], parts: list[str], value: Any, *, source: str) -> None:
+    model: type[BaseModel] | None = Config
+    node = data
+    for i, key in enumerate(parts):
+        dotted = ".".join(parts[: i + 1])
+        if model is not None and key not in model.model_fields:
+            raise ConfigError(f"unknown config key {dotted!r} in {source}", key=dotted, source=source)
+        if i == len(parts) - 1:
+            node[key] = value
+            return
+        model = _section_model(model, key) if model is not None else None
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child

@@ -1,0 +1,218 @@
+"""The one storage interface of aclarai.
+
+The vault is the source of truth for text: a store holds what the last sync saw (blocks, the
+claims they originate, the scores on each ``(:Claim)-[:ORIGINATES_FROM]->(:Block)`` edge and the
+state of every file seen) and can always be rebuilt from the vault with ``aclarai resync``.
+
+Every method is a batch: an implementation over a network (Neo4j) does one round-trip per call,
+the embedded one (SQLite) one transaction per call.
+
+A missing score row means "not evaluated yet"; a row whose score is ``None`` means "evaluation
+failed" (its ``status`` says why). A failure is never stored as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """What a sync saw of one note: enough to skip it next time without reading it."""
+
+    path: str
+    """Vault-relative POSIX path."""
+    mtime_ns: int
+    size: int
+    sha256: str
+    """Of the raw bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRecord:
+    """A block as parsed from the vault, ready to store."""
+
+    id: str
+    file: str
+    text: str
+    hash: str
+    version: int
+    position: int
+    """0-based index of the block in its file (for neighbour queries)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBlock:
+    id: str
+    file: str
+    text: str
+    hash: str
+    version: int
+    position: int
+    updated_at: str
+    deleted_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileSync:
+    """One file's state and every block currently in it, in file order."""
+
+    state: FileState
+    blocks: Sequence[BlockRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    path: str
+    changed: tuple[str, ...]
+    """Ids of blocks that are new, were deleted, or whose hash differs: the dirty ones."""
+    unchanged: tuple[str, ...]
+    removed: tuple[str, ...]
+    """Ids the store had in this file that the file no longer holds (not marked deleted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    id: str
+    block_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRecord:
+    """Everything written onto one ``ORIGINATES_FROM`` edge after an evaluation."""
+
+    claim_id: str
+    block_id: str
+    evaluated_hash: str
+    """The block hash the claim was evaluated against; the write is skipped if it is stale."""
+    entailed_score: float | None
+    coverage_score: float | None
+    decontextualization_score: float | None
+    status: str
+    """``ok``, or why a score is ``None``."""
+    model: str
+    verdict: str | None = None
+    justification: str | None = None
+    omitted: tuple[str, ...] = ()
+    evaluated_at: str | None = None
+
+    @property
+    def quality(self) -> float | None:
+        """Geometric mean of the three scores; ``None`` if any is ``None``."""
+        return claim_quality(
+            self.entailed_score, self.coverage_score, self.decontextualization_score
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredClaim:
+    id: str
+    block_id: str
+    text: str
+    score: ScoreRecord | None
+    """``None`` when the claim has not been evaluated yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    files: int
+    blocks: int
+    deleted_blocks: int
+    claims: int
+    scored_claims: int
+    """Claims whose edge carries three non-null scores."""
+    null_scores: int
+    """Claims evaluated with at least one failed (null) score."""
+
+
+def claim_quality(*scores: float | None) -> float | None:
+    """Geometric mean of the scores, ``None`` if any is ``None``."""
+    if any(s is None for s in scores):
+        return None
+    values = [max(float(s), 0.0) for s in scores if s is not None]
+    if any(v == 0.0 for v in values):
+        return 0.0
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+class GraphStore(ABC):
+    """Blocks, claims, scored ``ORIGINATES_FROM`` edges and the files seen."""
+
+    name: str = "abstract"
+
+    @abstractmethod
+    def file_states(self) -> dict[str, FileState]:
+        """Every file the store has seen, by vault-relative path."""
+
+    @abstractmethod
+    def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
+        """Make the store match these files' blocks and record their states.
+
+        A block is written only when its hash, version, position or file differs. A block met in
+        another file than before is moved (identity kept); a deleted block that reappears is
+        restored. Blocks the store had in a file that no longer holds them are reported in
+        ``removed`` and left alone: they may have moved to a file synced later.
+        """
+
+    @abstractmethod
+    def forget_files(self, paths: Iterable[str]) -> list[str]:
+        """Drop these files' states; return the ids of live blocks that were in them."""
+
+    @abstractmethod
+    def mark_deleted(self, block_ids: Iterable[str]) -> int:
+        """Mark blocks deleted (their claims lose nothing: a restore brings them back)."""
+
+    @abstractmethod
+    def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
+        """The stored blocks among these ids, deleted ones included."""
+
+    @abstractmethod
+    def blocks_of_file(self, path: str) -> list[StoredBlock]:
+        """Live blocks of a file, in file order."""
+
+    @abstractmethod
+    def set_versions(self, versions: Mapping[str, int]) -> None:
+        """Record the ``ver`` a write-back gave each block, so the next sync sees no change."""
+
+    @abstractmethod
+    def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
+        """Make these the claims each block originates.
+
+        New claims get an edge without scores; claims no longer listed lose their edge (and a
+        claim that originates from nothing else is removed); kept claims keep their scores.
+        """
+
+    @abstractmethod
+    def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
+        """Claims of each block (every id asked for is a key), with their edge scores."""
+
+    @abstractmethod
+    def claims_needing_evaluation(self) -> list[StoredClaim]:
+        """Claims of live blocks that were never scored, have a null score, or whose scores were
+        computed against another hash than the block's current one."""
+
+    @abstractmethod
+    def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
+        """Write scores onto edges whose block still has ``evaluated_hash``; return how many."""
+
+    @abstractmethod
+    def counts(self) -> StoreCounts: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

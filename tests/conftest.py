@@ -1,0 +1,40 @@
+"""Shared fixtures: every test runs with its state, config and cache under a temp folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shield tests from the machine: no user config, no user state, no API keys."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("ACLARAI_STATE_DIR", str(tmp_path / "state"))
+    for name in ("OPENAI_API_KEY", "NEO4J_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    for name in list(__import__("os").environ):
+        if name.startswith("ACLARAI_") and name != "ACLARAI_STATE_DIR":
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[object]:
+    """A real redis-server on a random loopback port, for the whole session."""
+    from tests.fixtures.redis_server import start_redis_server
+
+    with start_redis_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Bolt server (ArcadeDB) on a random loopback port, for the whole session."""
+    from tests.fixtures.bolt_server import start_bolt_server
+
+    with start_bolt_server(tmp_path_factory.mktemp("bolt")) as server:
+        yield server
