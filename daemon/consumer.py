@@ -1,0 +1,297 @@
+"""DirtyBlockConsumer: from queued dirty blocks to scored edges and rewritten notes.
+
+For each file with queued blocks: re-read and re-parse the note (the vault is the source of
+truth for text), sync it to the store, re-extract the claims of blocks whose text changed, evaluate
+the claims that need it, write the scores onto their edges, then rewrite the note's score comments
+with one conditional atomic write per file. If the note changed meanwhile the result is dropped
+and the entries go back to the queue; they leave it only once the graph and the note are both
+written (or the block is gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from aclarai.agents import ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Utterance
+from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
+from aclarai.daemon.scan import block_records, file_state
+from aclarai.daemon.vault import Vault
+from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
+from aclarai.graph import ClaimRecord, FileState, FileSync, GraphStore, ScoreRecord, StoredClaim
+from aclarai.parsers import (
+    SCORE_NAMES,
+    AclaraiError,
+    Block,
+    ParseError,
+    TransientError,
+    WriteConflict,
+    apply_scores,
+    parse_note,
+)
+
+log = logging.getLogger(__name__)
+
+CONFLICT_RETRY_S = 1.0
+
+
+@dataclass
+class DrainStats:
+    files_processed: int = 0
+    files_written: int = 0
+    blocks_processed: int = 0
+    claims_extracted: int = 0
+    claims_evaluated: int = 0
+    scores_written: int = 0
+    null_scores: int = 0
+    conflicts: int = 0
+    failures: int = 0
+    dead_letters: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: DrainStats) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(other, name)
+            if isinstance(value, list):
+                getattr(self, name).extend(value)
+            else:
+                setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    workers: int = 2
+    batch_size: int = 64
+    window_before: int = 3
+    window_after: int = 1
+    reevaluate: bool = False
+
+
+def needs_evaluation(claim: StoredClaim, block_hash: str) -> bool:
+    score = claim.score
+    if score is None or score.evaluated_hash != block_hash:
+        return True
+    return any(getattr(score, name) is None for name in SCORE_NAMES)
+
+
+def block_scores(claims: Sequence[StoredClaim]) -> dict[str, float | None]:
+    """A block's value for each score: the minimum over its claims with a non-null score."""
+    result: dict[str, float | None] = {}
+    for name in SCORE_NAMES:
+        values = [
+            value
+            for c in claims
+            if c.score is not None and (value := getattr(c.score, name)) is not None
+        ]
+        result[name] = min(values) if values else None
+    return result
+
+
+class DirtyBlockConsumer:
+    """Drains the durable queue; ``drain()`` for one-shot runs, ``run()`` for the daemon."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        store: GraphStore,
+        queue: DurableQueue,
+        extractor: ClaimExtractor,
+        evaluator: Evaluator,
+        settings: ConsumerSettings | None = None,
+        *,
+        on_write: Callable[[str, str], None] | None = None,
+        paused: Callable[[], bool] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.store = store
+        self.queue = queue
+        self.extractor = extractor
+        self.evaluator = evaluator
+        self.settings = settings or ConsumerSettings()
+        self.on_write = on_write
+        self.paused = paused or (lambda: False)
+        self._file_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    def drain(self, *, stop: threading.Event | None = None) -> DrainStats:
+        """Process every ready entry until none is left (or ``stop`` is set); return counts."""
+        total = DrainStats()
+        with ThreadPoolExecutor(self.settings.workers, thread_name_prefix="aclarai-worker") as pool:
+            while not (stop is not None and stop.is_set()) and not self.paused():
+                entries = self.queue.take(self.settings.batch_size * self.settings.workers)
+                if not entries:
+                    break
+                by_file: dict[str, list[QueueEntry]] = defaultdict(list)
+                for entry in entries:
+                    by_file[entry.file].append(entry)
+                futures = [
+                    pool.submit(self._process_file_safely, rel, group, stop)
+                    for rel, group in by_file.items()
+                ]
+                for future in futures:
+                    total.add(future.result())
+        return total
+
+    def run(self, stop: threading.Event, wake: threading.Event, *, idle_s: float = 1.0) -> None:
+        """Drain whenever woken (or when a retry falls due) until ``stop`` is set."""
+        while not stop.is_set():
+            if not self.paused():
+                self.drain(stop=stop)
+            due = self.queue.next_due_in_s()
+            timeout = idle_s if due is None else min(max(due, 0.05), idle_s)
+            wake.wait(timeout)
+            wake.clear()
+
+    def _process_file_safely(
+        self, rel: str, entries: list[QueueEntry], stop: threading.Event | None
+    ) -> DrainStats:
+        stats = DrainStats()
+        if stop is not None and stop.is_set():
+            self.queue.release(entries)
+            return stats
+        try:
+            with self._file_locks[rel]:
+                self._process_file(rel, entries, stats)
+        except WriteConflict as exc:
+            stats.conflicts += 1
+            log.info("write skipped: %s", exc)
+            self.queue.release(entries, delay_s=CONFLICT_RETRY_S)
+        except Exception as exc:  # noqa: BLE001 - a poison file must never stop the others
+            stats.failures += 1
+            message = f"{rel}: {exc}"
+            stats.errors.append(message)
+            dead = self.queue.fail(entries, message)
+            stats.dead_letters += len(dead)
+            if isinstance(exc, (TransientError, AclaraiError, OSError)):
+                log.warning("retry scheduled for %d block(s) of %s: %s", len(entries), rel, exc)
+            else:
+                log.exception("unexpected error processing %s", rel)
+            for entry in dead:
+                log.error("dead letter: block %s of %s: %s", entry.block_id, rel, exc)
+        return stats
+
+    def _process_file(self, rel: str, entries: list[QueueEntry], stats: DrainStats) -> None:
+        note = self.vault.note(rel)
+        if note is None:
+            self._requeue_moved(entries)
+            return
+        try:
+            content = self.vault.read(note)
+        except FileNotFoundError:
+            self._requeue_moved(entries)
+            return
+        except ParseError:
+            raise
+        parsed = parse_note(content.text)
+        blocks = {b.id: b for b in parsed.blocks}
+        present = [e for e in entries if e.block_id in blocks]
+        missing = [e for e in entries if e.block_id not in blocks]
+        if missing:
+            self._requeue_moved(missing)
+        records = block_records(rel, parsed)
+        [result] = self.store.sync_files([FileSync(file_state(content), records)])
+        changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
+        targets = sorted({e.block_id for e in present} | set(result.changed))
+        stats.files_processed += 1
+        stats.blocks_processed += len(targets)
+        if not targets:
+            self.queue.complete(entries)
+            return
+
+        to_extract = [blocks[bid] for bid in targets if bid in changed]
+        if to_extract:
+            claims = self.extractor.extract_batch(
+                [self._extraction_input(parsed.blocks, b) for b in to_extract]
+            )
+            self.store.replace_claims(
+                {
+                    block.id: [ClaimRecord(c.id, block.id, c.text) for c in found]
+                    for block, found in zip(to_extract, claims, strict=True)
+                }
+            )
+            stats.claims_extracted += sum(len(found) for found in claims)
+
+        claims_by_block = self.store.claims_of_blocks(targets)
+        pending = [
+            (blocks[bid], claim)
+            for bid in targets
+            for claim in claims_by_block[bid]
+            if self.settings.reevaluate or needs_evaluation(claim, blocks[bid].hash)
+        ]
+        if pending:
+            window = {b.id: self._window_texts(parsed.blocks, b) for b, _ in pending}
+            scores = self.evaluator.evaluate_batch(
+                [EvalItem(c.text, b.text, window[b.id], c.id) for b, c in pending]
+            )
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            records_out = [
+                ScoreRecord(
+                    claim_id=c.id,
+                    block_id=b.id,
+                    evaluated_hash=b.hash,
+                    entailed_score=s.entailed_score,
+                    coverage_score=s.coverage_score,
+                    decontextualization_score=s.decontextualization_score,
+                    status=s.status,
+                    model=self.evaluator.model_id,
+                    verdict=s.verdict,
+                    justification=s.justification,
+                    omitted=s.omitted,
+                    evaluated_at=now,
+                )
+                for (b, c), s in zip(pending, scores, strict=True)
+            ]
+            written = self.store.write_scores(records_out)
+            stats.claims_evaluated += len(pending)
+            stats.scores_written += written
+            stats.null_scores += sum(
+                1 for s in scores if any(getattr(s, n) is None for n in SCORE_NAMES)
+            )
+            for (b, c), s in zip(pending, scores, strict=True):
+                log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
+            claims_by_block = self.store.claims_of_blocks(targets)
+
+        updates = {bid: block_scores(claims_by_block[bid]) for bid in targets}
+        rewrite = apply_scores(content.text, updates)
+        if rewrite.text != content.text:
+            data = rewrite.text.encode("utf-8")
+            digest = sha256_bytes(data)
+            if self.on_write is not None:
+                self.on_write(rel, digest)
+            st = write_if_unchanged(note.path, data, expected_sha256=content.sha256)
+            stats.files_written += 1
+            # Record what we wrote, not what is on disk now: a user edit that landed after the
+            # rename must still look like a change to the next scan.
+            state = FileState(rel, st.st_mtime_ns, len(data), digest)
+            self.store.sync_files([FileSync(state, block_records(rel, parse_note(rewrite.text)))])
+            log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
+        self.queue.complete(entries)
+
+    def _requeue_moved(self, entries: list[QueueEntry]) -> None:
+        """Entries whose block is not in their file any more follow the store (a move), or
+        leave the queue when no file holds the block."""
+        stored = self.store.get_blocks([e.block_id for e in entries])
+        done = []
+        for entry in entries:
+            block = stored.get(entry.block_id)
+            if block is not None and block.deleted_at is None and block.file != entry.file:
+                self.queue.enqueue([Dirty(entry.block_id, block.file, entry.hash, entry.reason)])
+            done.append(entry)
+        self.queue.complete(done)
+
+    def _extraction_input(self, blocks: Sequence[Block], block: Block) -> ExtractionInput:
+        index = next(i for i, b in enumerate(blocks) if b.id == block.id)
+        p, f = self.settings.window_before, self.settings.window_after
+        return ExtractionInput(
+            block=Utterance(block.id, block.text),
+            before=tuple(Utterance(b.id, b.text) for b in blocks[max(0, index - p) : index]),
+            after=tuple(Utterance(b.id, b.text) for b in blocks[index + 1 : index + 1 + f]),
+        )
+
+    def _window_texts(self, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
+        item = self._extraction_input(blocks, block)
+        return tuple(u.text for u in (*item.before, *item.after))

@@ -1,0 +1,264 @@
+"""The durable dirty-block queue (an outbox in SQLite), and the daemon's bookkeeping.
+
+One row per block id: repeated edits coalesce into one entry holding the latest file and hash,
+and bump ``generation`` so that a consumer finishing an older generation leaves the newer one
+queued. A change is enqueued *before* it is synced to the graph, and an entry is removed only
+after the graph write and the Markdown write-back both succeeded: a crash at any moment loses no
+work. Failures back off exponentially with jitter; after ``max_attempts`` an entry becomes a dead
+letter that ``aclarai status`` lists, and it never blocks the other entries.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aclarai.parsers import QueueError
+
+PENDING = "pending"
+INFLIGHT = "inflight"
+DEAD = "dead"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    block_id        TEXT PRIMARY KEY,
+    file            TEXT NOT NULL,
+    hash            TEXT,
+    reason          TEXT NOT NULL,
+    generation      INTEGER NOT NULL DEFAULT 1,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL,
+    last_error      TEXT,
+    state           TEXT NOT NULL DEFAULT 'pending',
+    enqueued_at     REAL NOT NULL,
+    updated_at      REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (state, next_attempt_at);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Dirty:
+    """A block to (re)process: ``changed`` text, or a ``rescore`` of claims with null scores."""
+
+    block_id: str
+    file: str
+    hash: str | None
+    reason: str = "changed"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    block_id: str
+    file: str
+    hash: str | None
+    reason: str
+    generation: int
+    attempts: int
+    last_error: str | None
+    state: str
+    next_attempt_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    base_s: float = 1.0
+    max_s: float = 300.0
+    max_attempts: int = 8
+
+    def delay_s(self, attempts: int) -> float:
+        """Exponential backoff with full jitter between half and the whole step."""
+        step = min(self.max_s, self.base_s * (2 ** max(attempts - 1, 0)))
+        return step * (0.5 + random.random() / 2)
+
+
+class DurableQueue:
+    """The outbox of dirty blocks, safe to share between threads of one process."""
+
+    def __init__(self, path: Path, *, backoff: Backoff | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.backoff = backoff or Backoff()
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise QueueError(f"cannot open the queue at {path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany(sql, rows)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise QueueError(f"queue write failed: {exc}") from exc
+
+    def enqueue(self, items: Iterable[Dirty], *, delay_s: float = 0.0) -> None:
+        """Add or coalesce entries; a new edit revives a dead letter with a fresh budget."""
+        now = time.time()
+        rows = [(d.block_id, d.file, d.hash, d.reason, now + delay_s, now, now) for d in items]
+        if not rows:
+            return
+        self._write(
+            """
+            INSERT INTO outbox (block_id, file, hash, reason, next_attempt_at, enqueued_at,
+                                updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (block_id) DO UPDATE SET
+                file = excluded.file,
+                hash = COALESCE(excluded.hash, outbox.hash),
+                reason = CASE WHEN outbox.reason = 'changed' THEN 'changed'
+                              ELSE excluded.reason END,
+                generation = outbox.generation + 1,
+                attempts = CASE WHEN outbox.state = 'dead' THEN 0 ELSE outbox.attempts END,
+                state = CASE WHEN outbox.state = 'inflight' THEN 'inflight' ELSE 'pending' END,
+                next_attempt_at = MIN(outbox.next_attempt_at, excluded.next_attempt_at),
+                updated_at = excluded.updated_at
+            """,
+            rows,
+        )
+
+    def take(self, limit: int, *, now: float | None = None) -> list[QueueEntry]:
+        """Mark up to ``limit`` ready entries in flight and return them, oldest first."""
+        now = time.time() if now is None else now
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                rows = self._db.execute(
+                    "SELECT block_id, file, hash, reason, generation, attempts, last_error, state,"
+                    " next_attempt_at FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?"
+                    " ORDER BY next_attempt_at, enqueued_at LIMIT ?",
+                    (now, limit),
+                ).fetchall()
+                self._db.executemany(
+                    "UPDATE outbox SET state = 'inflight', updated_at = ? WHERE block_id = ?",
+                    [(now, r[0]) for r in rows],
+                )
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise QueueError(f"queue read failed: {exc}") from exc
+        return [QueueEntry(*r[:7], INFLIGHT, r[8]) for r in rows]
+
+    def complete(self, entries: Iterable[QueueEntry]) -> None:
+        """Remove entries that were processed, unless a newer edit arrived meanwhile."""
+        now = time.time()
+        entries = list(entries)
+        self._write(
+            "DELETE FROM outbox WHERE block_id = ? AND generation = ?",
+            [(e.block_id, e.generation) for e in entries],
+        )
+        self._write(
+            "UPDATE outbox SET state = 'pending', updated_at = ? WHERE block_id = ?"
+            " AND state = 'inflight'",
+            [(now, e.block_id) for e in entries],
+        )
+
+    def release(self, entries: Iterable[QueueEntry], *, delay_s: float = 0.0) -> None:
+        """Put entries back without counting an attempt (shutdown, a note that changed)."""
+        now = time.time()
+        self._write(
+            "UPDATE outbox SET state = 'pending', next_attempt_at = ?, updated_at = ?"
+            " WHERE block_id = ? AND state = 'inflight'",
+            [(now + delay_s, now, e.block_id) for e in entries],
+        )
+
+    def fail(self, entries: Iterable[QueueEntry], error: str) -> list[QueueEntry]:
+        """Count a failed attempt; return the entries that just became dead letters."""
+        now = time.time()
+        rows = []
+        dead = []
+        for e in entries:
+            attempts = e.attempts + 1
+            if attempts >= self.backoff.max_attempts:
+                rows.append((attempts, error, DEAD, now, now, e.block_id))
+                dead.append(e)
+            else:
+                rows.append(
+                    (attempts, error, PENDING, now + self.backoff.delay_s(attempts), now, e.block_id)
+                )
+        self._write(
+            "UPDATE outbox SET attempts = ?, last_error = ?, state = ?, next_attempt_at = ?,"
+            " updated_at = ? WHERE block_id = ?",
+            rows,
+        )
+        return dead
+
+    def recover_inflight(self) -> int:
+        """After a crash, entries left in flight become pending again (we hold the vault lock)."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE outbox SET state = 'pending' WHERE state = 'inflight'"
+            )
+            return cur.rowcount
+
+    def retry_dead(self) -> int:
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = ?"
+                " WHERE state = 'dead'",
+                (time.time(),),
+            )
+            return cur.rowcount
+
+    def depth(self) -> int:
+        """Entries still to process (pending or in flight), dead letters excluded."""
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM outbox WHERE state != 'dead'").fetchone()
+        return int(row[0])
+
+    def next_due_in_s(self) -> float | None:
+        """Seconds until the next pending entry is due (0 if one is ready); None when empty."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'"
+            ).fetchone()
+        if row[0] is None:
+            return None
+        return max(0.0, float(row[0]) - time.time())
+
+    def entries(self, state: str | None = None) -> list[QueueEntry]:
+        sql = (
+            "SELECT block_id, file, hash, reason, generation, attempts, last_error, state,"
+            " next_attempt_at FROM outbox"
+        )
+        params: tuple[object, ...] = ()
+        if state is not None:
+            sql += " WHERE state = ?"
+            params = (state,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY file, block_id", params).fetchall()
+        return [QueueEntry(*r) for r in rows]
+
+    def dead_letters(self) -> list[QueueEntry]:
+        return self.entries(DEAD)
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [(key, value)],
+        )

@@ -1,0 +1,95 @@
+"""The one file writer: every change to a note is atomic and conditional.
+
+A write reads nothing itself: the caller read the note's bytes and remembered their sha256.
+Just before replacing, the note is hashed again; if a user (or a sync tool) changed it meanwhile,
+:class:`WriteConflict` is raised and nothing is written. Otherwise the new bytes go to a temp
+file in the same folder (a dot-name the watcher and Obsidian ignore), are fsynced, renamed over
+the note with ``os.replace`` (atomic on POSIX), and the folder is fsynced so the rename itself
+survives a crash. The note's permission bits are kept. A crash at any instant leaves either the
+old or the new note, never a mix; at worst a stray temp file, which :func:`remove_stale_temp_files`
+cleans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from aclarai.parsers import WriteConflict
+
+log = logging.getLogger(__name__)
+
+TEMP_PREFIX = ".aclarai-tmp-"
+"""Temp files start with a dot (hidden from Obsidian and skipped by the watcher)."""
+
+
+def is_temp_file(path: Path) -> bool:
+    return path.name.startswith(TEMP_PREFIX)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.stat_result:
+    """Replace ``path`` with ``data`` if its bytes still hash to ``expected_sha256``.
+
+    Returns the note's stat taken right after the rename, so the caller can record exactly the
+    state it wrote.
+
+    Raises:
+        WriteConflict: the note changed (or vanished) since it was read; nothing was written.
+        OSError: the folder is not writable, the disk is full …; nothing was written.
+    """
+    folder = path.parent
+    try:
+        current = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError as exc:
+        raise WriteConflict(f"{path} vanished before the write", path=path) from exc
+    if sha256_bytes(current) != expected_sha256:
+        raise WriteConflict(f"{path} changed since it was read, will retry", path=path)
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        # The check is repeated right before the rename to keep the window for a lost user
+        # keystroke as small as the filesystem allows.
+        if sha256_bytes(path.read_bytes()) != expected_sha256:
+            raise WriteConflict(f"{path} changed while writing, will retry", path=path)
+        os.replace(tmp, path)
+        written = path.stat()
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(folder)
+    return written
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temp_files(root: Path) -> int:
+    """Delete temp files a crash left behind under ``root``; return how many."""
+    removed = 0
+    for tmp in root.rglob(f"{TEMP_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+            removed += 1
+            log.info("removed stale temp file %s", tmp)
+    return removed
