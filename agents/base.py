@@ -85,7 +85,7 @@ class ClaimExtractor(ABC):
     def extract(self, item: ExtractionInput) -> list[Claim]:
         return self.extract_batch([item])[0]
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most implementations hold nothing
         """Release connections; the default holds none."""
 
 
@@ -105,7 +105,7 @@ class Evaluator(ABC):
         """What is recorded on the edge as ``model``."""
         return f"{self.name}:{self.version}"
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most implementations hold nothing
         """Release connections; the default holds none."""
 
     def __enter__(self) -> Evaluator:

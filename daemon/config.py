@@ -233,6 +233,20 @@ class Config(_Section):
         key = hashlib.sha256(resolved.encode()).hexdigest()[:12]
         return Path(base) / "aclarai" / f"{vault.resolve().name or 'vault'}-{key}"
 
+    def config_home(self) -> Path:
+        """``$XDG_CONFIG_HOME`` (default ``~/.config``): user config and systemd user units."""
+        return user_config_path(self._env).parent.parent
+
+    def systemd_notify(self) -> tuple[str | None, float | None]:
+        """The systemd notify socket and watchdog interval (s) when running as a ``Type=notify``
+        unit; ``(None, None)`` otherwise. A watchdog meant for another pid is not ours."""
+        socket_path = self._env.get("NOTIFY_SOCKET") or None
+        usec = self._env.get("WATCHDOG_USEC", "")
+        pid = self._env.get("WATCHDOG_PID", "")
+        if not usec.isdigit() or (pid.isdigit() and int(pid) != os.getpid()):
+            return socket_path, None
+        return socket_path, int(usec) / 1e6
+
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A copy with dotted-key overrides (``{"graph.backend": "neo4j"}``) applied."""
         data = self.model_dump()
@@ -336,7 +350,9 @@ def _check_keys(
     for key, value in layer.items():
         dotted = ".".join((*prefix, str(key)))
         if key not in model.model_fields:
-            raise ConfigError(f"unknown config key {dotted!r} in {source}", key=dotted, source=source)
+            raise ConfigError(
+                f"unknown config key {dotted!r} in {source}", key=dotted, source=source
+            )
         sub = _section_model(model, key)
         if sub is not None and isinstance(value, Mapping):
             _check_keys(value, sub, (*prefix, str(key)), source)
@@ -348,7 +364,9 @@ def _set_dotted(data: dict[str, Any], parts: list[str], value: Any, *, source: s
     for i, key in enumerate(parts):
         dotted = ".".join(parts[: i + 1])
         if model is not None and key not in model.model_fields:
-            raise ConfigError(f"unknown config key {dotted!r} in {source}", key=dotted, source=source)
+            raise ConfigError(
+                f"unknown config key {dotted!r} in {source}", key=dotted, source=source
+            )
         if i == len(parts) - 1:
             node[key] = value
             return

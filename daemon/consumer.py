@@ -18,7 +18,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from aclarai.agents import ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Utterance
+from aclarai.agents import (
+    ClaimExtractor,
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    Utterance,
+    VectorIndex,
+)
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
 from aclarai.daemon.scan import block_records, file_state
 from aclarai.daemon.vault import Vault
@@ -29,6 +36,7 @@ from aclarai.parsers import (
     AclaraiError,
     Block,
     ParseError,
+    StoreUnavailable,
     TransientError,
     WriteConflict,
     apply_scores,
@@ -38,6 +46,8 @@ from aclarai.parsers import (
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRY_S = 1.0
+STORE_RETRY_S = 5.0
+MOVE_WAIT_S = 2.0
 
 
 @dataclass
@@ -53,6 +63,8 @@ class DrainStats:
     failures: int = 0
     dead_letters: int = 0
     errors: list[str] = field(default_factory=list)
+    store_errors: list[str] = field(default_factory=list)
+    """Why the graph store could not be reached; the work stays queued (no attempt counted)."""
 
     def add(self, other: DrainStats) -> None:
         for name in self.__dataclass_fields__:
@@ -92,6 +104,12 @@ def block_scores(claims: Sequence[StoredClaim]) -> dict[str, float | None]:
     return result
 
 
+def _format_scores(scores: dict[str, float | None]) -> str:
+    return " ".join(
+        f"{name}={'null' if value is None else f'{value:.2f}'}" for name, value in scores.items()
+    )
+
+
 class DirtyBlockConsumer:
     """Drains the durable queue; ``drain()`` for one-shot runs, ``run()`` for the daemon."""
 
@@ -106,6 +124,7 @@ class DirtyBlockConsumer:
         *,
         on_write: Callable[[str, str], None] | None = None,
         paused: Callable[[], bool] | None = None,
+        index: VectorIndex | None = None,
     ) -> None:
         self.vault = vault
         self.store = store
@@ -115,13 +134,23 @@ class DirtyBlockConsumer:
         self.settings = settings or ConsumerSettings()
         self.on_write = on_write
         self.paused = paused or (lambda: False)
+        self.index = index
         self._file_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
 
     def drain(self, *, stop: threading.Event | None = None) -> DrainStats:
-        """Process every ready entry until none is left (or ``stop`` is set); return counts."""
+        """Process every ready entry until none is left (or ``stop`` is set); return counts.
+
+        When the graph store is unreachable the drain ends early: what is left goes back to the
+        queue, since every other file would only wait for the same store to time out.
+        """
         total = DrainStats()
+        outage = threading.Event()
         with ThreadPoolExecutor(self.settings.workers, thread_name_prefix="aclarai-worker") as pool:
-            while not (stop is not None and stop.is_set()) and not self.paused():
+            while (
+                not (stop is not None and stop.is_set())
+                and not outage.is_set()
+                and not self.paused()
+            ):
                 entries = self.queue.take(self.settings.batch_size * self.settings.workers)
                 if not entries:
                     break
@@ -129,7 +158,7 @@ class DirtyBlockConsumer:
                 for entry in entries:
                     by_file[entry.file].append(entry)
                 futures = [
-                    pool.submit(self._process_file_safely, rel, group, stop)
+                    pool.submit(self._process_file_safely, rel, group, stop, outage)
                     for rel, group in by_file.items()
                 ]
                 for future in futures:
@@ -147,11 +176,18 @@ class DirtyBlockConsumer:
             wake.clear()
 
     def _process_file_safely(
-        self, rel: str, entries: list[QueueEntry], stop: threading.Event | None
+        self,
+        rel: str,
+        entries: list[QueueEntry],
+        stop: threading.Event | None,
+        outage: threading.Event,
     ) -> DrainStats:
         stats = DrainStats()
         if stop is not None and stop.is_set():
             self.queue.release(entries)
+            return stats
+        if outage.is_set():
+            self.queue.release(entries, delay_s=STORE_RETRY_S)
             return stats
         try:
             with self._file_locks[rel]:
@@ -160,7 +196,18 @@ class DirtyBlockConsumer:
             stats.conflicts += 1
             log.info("write skipped: %s", exc)
             self.queue.release(entries, delay_s=CONFLICT_RETRY_S)
-        except Exception as exc:  # noqa: BLE001 - a poison file must never stop the others
+        except TransientError as exc:
+            # An outage (graph store or model endpoint) is not this note's fault: no attempt is
+            # spent, so a long one never turns queued work into dead letters.
+            outage.set()
+            what = "graph store" if isinstance(exc, StoreUnavailable) else "model endpoint"
+            if isinstance(exc, StoreUnavailable):
+                stats.store_errors.append(str(exc))
+            else:
+                stats.errors.append(f"{rel}: {exc}")
+            self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
+            log.warning("%s unavailable; %s stays queued: %s", what, rel, exc)
+        except Exception as exc:
             stats.failures += 1
             message = f"{rel}: {exc}"
             stats.errors.append(message)
@@ -194,6 +241,8 @@ class DirtyBlockConsumer:
             self._requeue_moved(missing)
         records = block_records(rel, parsed)
         [result] = self.store.sync_files([FileSync(file_state(content), records)])
+        if self.index is not None:
+            self.index.upsert(Utterance(r.id, r.text) for r in records)
         changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
         targets = sorted({e.block_id for e in present} | set(result.changed))
         stats.files_processed += 1
@@ -256,7 +305,16 @@ class DirtyBlockConsumer:
             claims_by_block = self.store.claims_of_blocks(targets)
 
         updates = {bid: block_scores(claims_by_block[bid]) for bid in targets}
+        for bid in sorted({b.id for b, _ in pending}, key=targets.index):
+            log.info("%s: block %s scored: %s", rel, bid, _format_scores(updates[bid]))
         rewrite = apply_scores(content.text, updates)
+        for bid in rewrite.skipped:
+            log.warning(
+                "%s: block %s: score comments would change how the note parses; scores kept in "
+                "the graph only",
+                rel,
+                bid,
+            )
         if rewrite.text != content.text:
             data = rewrite.text.encode("utf-8")
             digest = sha256_bytes(data)
@@ -269,19 +327,29 @@ class DirtyBlockConsumer:
             state = FileState(rel, st.st_mtime_ns, len(data), digest)
             self.store.sync_files([FileSync(state, block_records(rel, parse_note(rewrite.text)))])
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
+        else:
+            log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
         self.queue.complete(entries)
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
         """Entries whose block is not in their file any more follow the store (a move), or
-        leave the queue when no file holds the block."""
+        leave the queue when the block is deleted. A block the store still places in this file
+        may be on its way to another note (a cut and paste, a delete then create): its entry
+        waits until the store moves it or marks it deleted, so the edit it carries is not lost.
+        """
         stored = self.store.get_blocks([e.block_id for e in entries])
         done = []
+        waiting = []
         for entry in entries:
             block = stored.get(entry.block_id)
-            if block is not None and block.deleted_at is None and block.file != entry.file:
+            if block is not None and block.deleted_at is None:
+                if block.file == entry.file:
+                    waiting.append(entry)
+                    continue
                 self.queue.enqueue([Dirty(entry.block_id, block.file, entry.hash, entry.reason)])
             done.append(entry)
         self.queue.complete(done)
+        self.queue.release(waiting, delay_s=MOVE_WAIT_S)
 
     def _extraction_input(self, blocks: Sequence[Block], block: Block) -> ExtractionInput:
         index = next(i for i, b in enumerate(blocks) if b.id == block.id)

@@ -5,14 +5,36 @@ Constructors below this module never read configuration: they get plain argument
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from aclarai.agents import ClaimExtractor, Evaluator
+from aclarai.agents import (
+    ClaimExtractor,
+    Embedder,
+    EndpointSettings,
+    EvalItem,
+    Evaluator,
+    HashingEmbedder,
+    LLMClaimExtractor,
+    LLMClient,
+    LLMEvaluator,
+    OpenAIEmbedder,
+    PromptLibrary,
+    ResultCache,
+    RoleModels,
+    Score,
+    UsageCounters,
+    Utterance,
+    VectorIndex,
+    build_tool_factory,
+)
+from aclarai.agents.offline import OfflineEvaluator
+from aclarai.agents.offline_extractor import OfflineClaimExtractor
 from aclarai.daemon.config import Config
 from aclarai.daemon.queue import Backoff, DurableQueue
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
-from aclarai.parsers import ConfigError
 
 
 def build_vault(config: Config, root: Path) -> Vault:
@@ -47,21 +69,109 @@ def build_store(config: Config, state_dir: Path) -> GraphStore:
         )
     from aclarai.graph.sqlite import SqliteStore
 
-    path = Path(config.graph.sqlite.path) if config.graph.sqlite.path else state_dir / "graph.sqlite"
+    path = (
+        Path(config.graph.sqlite.path) if config.graph.sqlite.path else state_dir / "graph.sqlite"
+    )
     return SqliteStore(path)
 
 
-def build_extractor(config: Config, state_dir: Path) -> ClaimExtractor:
-    if config.model.backend == "llm":
-        raise ConfigError("model.backend=llm is not available in this build", key="model.backend")
-    from aclarai.agents.offline_extractor import OfflineClaimExtractor
+@dataclass
+class Agents:
+    """The extractor and evaluator a pipeline uses, and what must be closed with them."""
 
-    return OfflineClaimExtractor()
+    extractor: ClaimExtractor
+    evaluator: Evaluator
+    index: VectorIndex | None = None
+    """Utterances for ``vector_search_utterances``; the consumer keeps it current."""
+    usage: UsageCounters | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for close in reversed(self.closers):
+            close()
+
+
+def _llm_parts(config: Config, state_dir: Path) -> tuple[LLMClient, PromptLibrary, RoleModels]:
+    llm = config.model.llm
+    client = LLMClient(
+        EndpointSettings.from_settings(llm, max_attempts=config.processing.retries.max_attempts),
+        api_key=config.secret(llm.api_key_env),
+    )
+    prompts_dir = config.model.prompts_dir
+    prompts = PromptLibrary(Path(prompts_dir).expanduser() if prompts_dir else None)
+    return client, prompts, RoleModels(**config.model.claimify.model_dump())
+
+
+def build_agents(
+    config: Config,
+    state_dir: Path,
+    store: GraphStore | None = None,
+    *,
+    reevaluate: bool = False,
+) -> Agents:
+    """Extractor and evaluator for ``model.backend``; the LLM ones share one client and cache.
+
+    ``reevaluate`` bypasses the evaluation cache only: extraction of unchanged text stays free.
+    """
+    if config.model.backend == "offline":
+        evaluator = OfflineEvaluator()
+        extractor = OfflineClaimExtractor()
+        return Agents(extractor, evaluator, closers=[extractor.close, evaluator.close])
+    client, prompts, models = _llm_parts(config, state_dir)
+    cache_path = state_dir / "llm-cache.sqlite"
+    extract_cache = ResultCache(cache_path)
+    eval_cache = ResultCache(cache_path, bypass=reevaluate)
+    embedder: Embedder = (
+        OpenAIEmbedder(client, config.model.embedding, cache=extract_cache)
+        if config.model.embedding
+        else HashingEmbedder()
+    )
+    index = VectorIndex(embedder)
+    if store is not None:
+        index.upsert(
+            Utterance(b.id, b.text)
+            for path in sorted(store.file_states())
+            for b in store.blocks_of_file(path)
+        )
+    tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=index)
+    extractor = LLMClaimExtractor(
+        client, model=models.for_role("extraction"), prompts=prompts, cache=extract_cache
+    )
+    evaluator = LLMEvaluator(
+        client,
+        models=models,
+        prompts=prompts,
+        cache=eval_cache,
+        mode=config.model.llm.mode,
+        tools=tools,
+    )
+    closers = [client.close, extract_cache.close, eval_cache.close, extractor.close]
+    return Agents(extractor, evaluator, index, client.usage, [*closers, evaluator.close])
 
 
 def build_evaluator(config: Config, state_dir: Path, *, reevaluate: bool = False) -> Evaluator:
-    if config.model.backend == "llm":
-        raise ConfigError("model.backend=llm is not available in this build", key="model.backend")
-    from aclarai.agents.offline import OfflineEvaluator
+    """An evaluator alone (``aclarai evaluate``, benchmarks); closing it closes its parts."""
+    agents = build_agents(config, state_dir, reevaluate=reevaluate)
+    agents.closers.remove(agents.evaluator.close)
+    return _OwningEvaluator(agents)
 
-    return OfflineEvaluator()
+
+class _OwningEvaluator(Evaluator):
+    """Delegates to the bundle's evaluator and closes the whole bundle with it."""
+
+    def __init__(self, agents: Agents) -> None:
+        self._agents = agents
+        self.name = agents.evaluator.name
+        self.version = agents.evaluator.version
+        self.usage = agents.usage
+
+    @property
+    def model_id(self) -> str:
+        return self._agents.evaluator.model_id
+
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        return self._agents.evaluator.evaluate_batch(items)
+
+    def close(self) -> None:
+        self._agents.evaluator.close()
+        self._agents.close()

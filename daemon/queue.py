@@ -193,7 +193,14 @@ class DurableQueue:
                 dead.append(e)
             else:
                 rows.append(
-                    (attempts, error, PENDING, now + self.backoff.delay_s(attempts), now, e.block_id)
+                    (
+                        attempts,
+                        error,
+                        PENDING,
+                        now + self.backoff.delay_s(attempts),
+                        now,
+                        e.block_id,
+                    )
                 )
         self._write(
             "UPDATE outbox SET attempts = ?, last_error = ?, state = ?, next_attempt_at = ?,"
@@ -205,8 +212,17 @@ class DurableQueue:
     def recover_inflight(self) -> int:
         """After a crash, entries left in flight become pending again (we hold the vault lock)."""
         with self._lock:
+            cur = self._db.execute("UPDATE outbox SET state = 'pending' WHERE state = 'inflight'")
+            return cur.rowcount
+
+    def make_due(self) -> int:
+        """Bring every pending entry's next attempt to now (an explicit resync does queued work
+        at once, not at its backoff time); attempts are kept. Returns how many."""
+        with self._lock:
             cur = self._db.execute(
-                "UPDATE outbox SET state = 'pending' WHERE state = 'inflight'"
+                "UPDATE outbox SET next_attempt_at = ? WHERE state = 'pending'"
+                " AND next_attempt_at > ?",
+                (time.time(), time.time()),
             )
             return cur.rowcount
 
@@ -262,3 +278,15 @@ class DurableQueue:
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [(key, value)],
         )
+
+    def meta_items(self, prefix: str) -> dict[str, str]:
+        """Every meta key starting with ``prefix`` (requests other processes left here)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
+                (len(prefix), prefix),
+            ).fetchall()
+        return {str(k): str(v) for k, v in rows}
+
+    def delete_meta(self, *keys: str) -> None:
+        self._write("DELETE FROM meta WHERE key = ?", [(key,) for key in keys])

@@ -18,8 +18,7 @@ from pathlib import Path
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import (
-    build_evaluator,
-    build_extractor,
+    build_agents,
     build_queue,
     build_store,
     build_vault,
@@ -29,7 +28,7 @@ from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.scan import Scanner, ScanReport
 from aclarai.daemon.writer import remove_stale_temp_files
 from aclarai.graph import GraphStore, StoreCounts
-from aclarai.parsers import AclaraiError
+from aclarai.parsers import AclaraiError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +43,16 @@ class ResyncSummary:
     elapsed_s: float
     dry_run: bool = False
     usage: dict[str, int] = field(default_factory=dict)
+    store_error: str | None = None
+    """Why the graph store went away during the run; its work stays queued."""
+    queued: int | None = None
+    """Blocks still in the queue after the run (waiting for a retry or for the store)."""
 
     @property
     def ok(self) -> bool:
-        """False only when nothing at all could be done: every note failed to be read."""
+        """False when the graph store went away, or when every note failed to be read."""
+        if self.store_error is not None:
+            return False
         return self.scan.files_unreadable == 0 or self.scan.files_unreadable < self.scan.files_seen
 
 
@@ -110,37 +115,65 @@ def resync(
             scanner = Scanner(vault, store, None if dry_run else queue)
             if dry_run:
                 report = scanner.scan(full=True, dry_run=True, progress=progress)
-                return ResyncSummary(vault.root, state_dir, report, DrainStats(), store.counts(),
-                                     time.monotonic() - started, dry_run=True)
+                return ResyncSummary(
+                    vault.root,
+                    state_dir,
+                    report,
+                    DrainStats(),
+                    store.counts(),
+                    time.monotonic() - started,
+                    dry_run=True,
+                )
             queue.recover_inflight()
+            queue.make_due()
             remove_stale_temp_files(vault.root)
-            extractor = build_extractor(config, state_dir)
-            evaluator = build_evaluator(config, state_dir, reevaluate=reevaluate)
+            report, stats = ScanReport(), DrainStats()
+            usage: dict[str, int] = {}
+            store_error: str | None = None
             try:
-                consumer = DirtyBlockConsumer(
-                    vault, store, queue, extractor, evaluator,
-                    consumer_settings(config, reevaluate=reevaluate),
-                )
-                report, stats = reconcile(
-                    scanner, consumer, queue, store, reevaluate=reevaluate, progress=progress
-                )
-                usage = _usage(evaluator)
-            finally:
-                evaluator.close()
-                extractor.close()
-            queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            return ResyncSummary(vault.root, state_dir, report, stats, store.counts(),
-                                 time.monotonic() - started, usage=usage)
+                agents = build_agents(config, state_dir, store, reevaluate=reevaluate)
+                try:
+                    consumer = DirtyBlockConsumer(
+                        vault,
+                        store,
+                        queue,
+                        agents.extractor,
+                        agents.evaluator,
+                        consumer_settings(config, reevaluate=reevaluate),
+                        index=agents.index,
+                    )
+                    report, stats = reconcile(
+                        scanner, consumer, queue, store, reevaluate=reevaluate, progress=progress
+                    )
+                finally:
+                    usage = agents.usage.snapshot() if agents.usage is not None else {}
+                    agents.close()
+                counts: StoreCounts | None = None if stats.store_errors else store.counts()
+            except StoreUnavailable as exc:
+                # The scan's own store calls failed (the consumer logs the drain's): one line.
+                log.warning("graph store unavailable; queued work waits for the next run: %s", exc)
+                store_error, counts = str(exc), None
+            if store_error is None and stats.store_errors:
+                store_error = stats.store_errors[0]
+            if store_error is None:
+                queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            else:
+                # Driver messages span lines; the summary gives one.
+                store_error = " ".join(store_error.split())
+            return ResyncSummary(
+                vault.root,
+                state_dir,
+                report,
+                stats,
+                counts,
+                time.monotonic() - started,
+                usage=usage,
+                store_error=store_error,
+                queued=queue.depth(),
+            )
         finally:
             store.close()
             queue.close()
-
-
-def _usage(evaluator: object) -> dict[str, int]:
-    stats = getattr(evaluator, "usage", None)
-    if stats is None:
-        return {}
-    return {k: int(v) for k, v in vars(stats).items() if isinstance(v, int | float)}
 
 
 def format_summary(summary: ResyncSummary) -> str:
@@ -167,11 +200,18 @@ def format_summary(summary: ResyncSummary) -> str:
         ]
     for key, value in summary.usage.items():
         rows.append((f"llm {key}", value))
+    if summary.queued is not None:
+        rows.append(("blocks still queued", summary.queued))
     rows.append(("time", f"{summary.elapsed_s:.2f} s"))
     width = max(len(k) for k, _ in rows)
     title = "aclarai resync" + (" --dry-run" if summary.dry_run else "") + f": {summary.vault}"
     lines = [title, "-" * len(title)]
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    if summary.store_error is not None:
+        lines += [
+            f"graph store unavailable: {summary.store_error}",
+            "the queued work is kept: run `aclarai resync` again once the store is back",
+        ]
     return "\n".join(lines)
 
 

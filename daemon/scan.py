@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.vault import NoteContent, NoteFile, Vault
 from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore
-from aclarai.parsers import ParseError, ParsedNote, parse_note
+from aclarai.parsers import ParsedNote, ParseError, parse_note
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,11 @@ class Scanner:
             parsed = self._read_if_changed(note, known, report)
             if parsed is None:
                 continue
-            self._drop_duplicates(parsed, owners, report)
             batch.append(parsed)
             if len(batch) >= BATCH_FILES:
-                removed.update(self._flush(batch, report, dry_run=dry_run))
+                removed.update(self._flush(batch, owners, report, dry_run=dry_run))
                 batch = []
-        removed.update(self._flush(batch, report, dry_run=dry_run))
+        removed.update(self._flush(batch, owners, report, dry_run=dry_run))
         if full:
             gone = sorted(set(states) - seen)
             for path in gone:
@@ -130,9 +129,12 @@ class Scanner:
     def _read_if_changed(
         self, note: NoteFile, known: FileState | None, report: ScanReport
     ) -> _Parsed | None:
-        if known is not None and known.mtime_ns == note.mtime_ns and known.size == note.size:
-            if known.mtime_ns != 0:
-                return None
+        if (
+            known is not None
+            and known.mtime_ns != 0
+            and (known.mtime_ns, known.size) == (note.mtime_ns, note.size)
+        ):
+            return None
         try:
             content = self.vault.read(note)
         except FileNotFoundError:
@@ -156,56 +158,58 @@ class Scanner:
         report.blocks_seen += len(parsed.blocks)
         return _Parsed(content, parsed, block_records(note.rel, parsed))
 
-    def _drop_duplicates(
-        self, parsed: _Parsed, owners: dict[str, str], report: ScanReport
-    ) -> None:
-        rel = parsed.content.note.rel
-        kept = []
-        for block in parsed.blocks:
-            first = owners.setdefault(block.id, rel)
-            if first != rel:
-                log.warning("duplicate block id %s in %s and %s; skipped in %s", block.id, first,
-                            rel, rel)
-                report.duplicates.append((block.id, first, rel))
-                continue
-            kept.append(block)
-        if len(kept) != len(parsed.blocks):
-            parsed.blocks[:] = [
-                BlockRecord(b.id, b.file, b.text, b.hash, b.version, i) for i, b in enumerate(kept)
-            ]
-
     def _flush(
-        self, batch: list[_Parsed], report: ScanReport, *, dry_run: bool
+        self,
+        batch: list[_Parsed],
+        owners: dict[str, str],
+        report: ScanReport,
+        *,
+        dry_run: bool,
     ) -> dict[str, str]:
         if not batch:
             return {}
-        ids = [b.id for p in batch for b in p.blocks]
-        stored = self.store.get_blocks(ids)
+        stored = self.store.get_blocks([b.id for p in batch for b in p.blocks])
         dirty: list[Dirty] = []
+        syncs: list[FileSync] = []
         for p in batch:
+            kept: list[BlockRecord] = []
             for b in p.blocks:
                 old = stored.get(b.id)
-                if old is not None and old.file != b.file and self._still_owned(old.file, b.id):
-                    log.warning("duplicate block id %s in %s and %s; skipped in %s", b.id,
-                                old.file, b.file, b.file)
-                    report.duplicates.append((b.id, old.file, b.file))
+                owner = owners.get(b.id)
+                # The store's copy wins while its file still holds the id: a copied
+                # paragraph must never steal the original's identity.
+                if (
+                    owner is None
+                    and old is not None
+                    and old.file != b.file
+                    and old.deleted_at is None
+                    and self._still_owned(old.file, b.id)
+                ):
+                    owner = owners[b.id] = old.file
+                if owner is not None and owner != b.file:
+                    log.warning(
+                        "duplicate block id %s in %s and %s; skipped in %s",
+                        b.id,
+                        owner,
+                        b.file,
+                        b.file,
+                    )
+                    report.duplicates.append((b.id, owner, b.file))
                     continue
+                owners[b.id] = b.file
+                kept.append(b)
                 if old is None or old.hash != b.hash or old.deleted_at is not None:
                     dirty.append(Dirty(b.id, b.file, b.hash))
                     report.dirty_files.add(b.file)
+            positions = [
+                BlockRecord(b.id, b.file, b.text, b.hash, b.version, i) for i, b in enumerate(kept)
+            ]
+            syncs.append(FileSync(file_state(p.content), positions))
         report.dirty_blocks += len(dirty)
         if dry_run:
             return {}
         if self.queue is not None:
             self.queue.enqueue(dirty)
-        skipped = {(d[0], d[2]) for d in report.duplicates}
-        syncs = [
-            FileSync(
-                file_state(p.content),
-                [b for b in p.blocks if (b.id, b.file) not in skipped],
-            )
-            for p in batch
-        ]
         return {
             bid: result.path for result in self.store.sync_files(syncs) for bid in result.removed
         }

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aclarai.daemon.config import Config
+from aclarai.daemon.control import Heartbeat, read_heartbeat
 from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
 from aclarai.daemon.queue import QueueEntry
 from aclarai.daemon.scan import Scanner
 from aclarai.graph import StoreCounts
+
+STALE_HEARTBEAT_S = 30.0
 
 
 @dataclass
@@ -27,6 +30,8 @@ class Status:
     counts_error: str | None
     drift: int | None = None
     """With --verify: blocks whose stored hash differs from the vault's (0 when in step)."""
+    heartbeat: Heartbeat | None = None
+    """The daemon's last stamp (it stamps every few seconds while it runs)."""
 
 
 def collect_status(config: Config, vault_root: Path, *, verify: bool = False) -> Status:
@@ -37,6 +42,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         dead = queue.dead_letters()
         last = queue.get_meta("last_resync")
         paused = queue.get_meta("paused") == "1" or (state_dir / "PAUSED").exists()
+        heartbeat = read_heartbeat(queue)
     finally:
         queue.close()
     counts = error = None
@@ -52,7 +58,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
                 drift = report.dirty_blocks
         finally:
             store.close()
-    except Exception as exc:  # noqa: BLE001 - status must print what it can
+    except Exception as exc:
         error = str(exc)
     return Status(
         vault=vault_root,
@@ -66,6 +72,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         counts=counts,
         counts_error=error,
         drift=drift,
+        heartbeat=heartbeat,
     )
 
 
@@ -74,6 +81,7 @@ def format_status(status: Status) -> str:
         f"vault        {status.vault}",
         f"state dir    {status.state_dir}",
         f"daemon       {'running (' + status.holder + ')' if status.running else 'not running'}",
+        f"heartbeat    {_heartbeat_line(status)}",
         f"paused       {'yes' if status.paused else 'no'}",
         f"queue depth  {status.queue_depth}",
         f"dead letters {len(status.dead_letters)}",
@@ -93,5 +101,17 @@ def format_status(status: Status) -> str:
     else:
         lines.append(f"graph        unavailable: {status.counts_error}")
     if status.drift is not None:
-        lines.append(f"verify       {'in step' if status.drift == 0 else f'{status.drift} blocks differ'}")
+        lines.append(
+            f"verify       {'in step' if status.drift == 0 else f'{status.drift} blocks differ'}"
+        )
     return "\n".join(lines)
+
+
+def _heartbeat_line(status: Status) -> str:
+    beat = status.heartbeat
+    if beat is None:
+        return "never"
+    line = f"{beat.age_s:.0f} s ago (pid {beat.pid}, {beat.state})"
+    if status.running and beat.state != "stopped" and beat.age_s > STALE_HEARTBEAT_S:
+        line += " - stale: the daemon may be hung"
+    return line

@@ -42,7 +42,9 @@ class NoteContent:
 
 def _glob_match(rel: str, pattern: str) -> bool:
     # fnmatch's "*" crosses "/", so "**/*.md" only needs help for files at the vault root.
-    return fnmatchcase(rel, pattern) or (pattern.startswith("**/") and fnmatchcase(rel, pattern[3:]))
+    return fnmatchcase(rel, pattern) or (
+        pattern.startswith("**/") and fnmatchcase(rel, pattern[3:])
+    )
 
 
 class Vault:
@@ -90,37 +92,37 @@ class Vault:
         return True
 
     def iter_notes(self) -> Iterator[NoteFile]:
-        """Every note of the vault, in a stable order, without reading any of them."""
-        stack = [self.root]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
-            except OSError as exc:
-                log.warning("cannot list %s: %s", folder, exc)
+        """Every note of the vault in path order (depth first), without reading any."""
+        yield from self._walk(self.root)
+
+    def _walk(self, folder: Path) -> Iterator[NoteFile]:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            log.warning("cannot list %s: %s", folder, exc)
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
                 continue
-            for entry in entries:
-                if entry.name.startswith("."):
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink() and not self._inside(path):
+                    log.warning("skipping %s: symlink leading outside the vault", path)
                     continue
-                path = Path(entry.path)
-                try:
-                    if entry.is_symlink() and not self._inside(path):
-                        log.warning("skipping %s: symlink leading outside the vault", path)
-                        continue
-                    if entry.is_dir():
-                        if not entry.is_symlink():
-                            stack.append(path)
-                        continue
-                    if not entry.is_file():
-                        continue
-                    rel = path.relative_to(self.root).as_posix()
-                    if entry.is_symlink() or not self.is_note_path(rel):
-                        continue
-                    st = entry.stat()
-                except OSError as exc:
-                    log.warning("cannot stat %s: %s", path, exc)
+                if entry.is_dir():
+                    if not entry.is_symlink():
+                        yield from self._walk(path)
                     continue
-                yield NoteFile(rel=rel, path=path, mtime_ns=st.st_mtime_ns, size=st.st_size)
+                if not entry.is_file():
+                    continue
+                rel = path.relative_to(self.root).as_posix()
+                if entry.is_symlink() or not self.is_note_path(rel):
+                    continue
+                st = entry.stat()
+            except OSError as exc:
+                log.warning("cannot stat %s: %s", path, exc)
+                continue
+            yield NoteFile(rel=rel, path=path, mtime_ns=st.st_mtime_ns, size=st.st_size)
 
     def note(self, rel: str) -> NoteFile | None:
         """The note at a vault-relative path, or ``None`` if it is gone or not a note."""

@@ -13,17 +13,24 @@ from aclarai.graph.base import (
     SyncResult,
     claim_quality,
 )
+from aclarai.graph.neo4j import Neo4jStore
+from aclarai.graph.query_tool import GraphQueryTool, make_query_tool
+from aclarai.graph.sqlite import SqliteStore
 
 __all__ = [
     "BlockRecord",
     "ClaimRecord",
     "FileState",
     "FileSync",
+    "GraphQueryTool",
     "GraphStore",
+    "Neo4jStore",
     "ScoreRecord",
+    "SqliteStore",
     "StoreCounts",
     "StoredBlock",
     "StoredClaim",
     "SyncResult",
     "claim_quality",
+    "make_query_tool",
 ]

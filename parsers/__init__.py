@@ -1,6 +1,7 @@
 """Pure text: the one grammar of ``aclarai:`` comments, Tier 1 blocks and their hashes, score
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
+from aclarai.parsers.blocks import decode_note, parse_note
 from aclarai.parsers.errors import (
     AclaraiError,
     BrokerUnavailable,
@@ -14,14 +15,26 @@ from aclarai.parsers.errors import (
     TransientError,
     WriteConflict,
 )
+from aclarai.parsers.grammar import (
+    AclaraiComment,
+    CommentKind,
+    format_id_comment,
+    format_score_comment,
+    parse_anchor,
+    scan_line,
+)
 from aclarai.parsers.hashing import content_hash, normalize_text
 from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, ProblemKind
+from aclarai.parsers.rewrite import RewriteResult, apply_scores
+from aclarai.parsers.sentences import split_for_nli, split_sentences
 
 __all__ = [
     "SCORE_NAMES",
+    "AclaraiComment",
     "AclaraiError",
     "Block",
     "BrokerUnavailable",
+    "CommentKind",
     "ConfigError",
     "EvaluationError",
     "EvaluatorUnavailable",
@@ -30,10 +43,20 @@ __all__ = [
     "Problem",
     "ProblemKind",
     "QueueError",
+    "RewriteResult",
     "StoreError",
     "StoreUnavailable",
     "TransientError",
     "WriteConflict",
+    "apply_scores",
     "content_hash",
+    "decode_note",
+    "format_id_comment",
+    "format_score_comment",
     "normalize_text",
+    "parse_anchor",
+    "parse_note",
+    "scan_line",
+    "split_for_nli",
+    "split_sentences",
 ]

@@ -4,7 +4,7 @@
 
     AclaraiError
     ├── ConfigError              bad or unknown configuration key (.key, .source)
-    ├── ParseError               a note that cannot be read as Tier 1 Markdown (.path, .line, .block_id)
+    ├── ParseError               a note that cannot be parsed (.path, .line, .block_id)
     ├── StoreError               the graph store refused an operation
     │   └── StoreUnavailable     … because it cannot be reached right now      (TransientError)
     ├── EvaluationError          an evaluator could not produce a result

@@ -16,8 +16,18 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.timeout(600)
 def test_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ],
         check=True,
     )
     [wheel] = (tmp_path / "dist").glob("aclarai-*.whl")
@@ -40,14 +50,23 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
     pip = venv / "bin" / "pip"
     subprocess.run([str(pip), "install", "-q", "--no-deps", str(wheel)], check=True)
     out = subprocess.run(
-        [str(venv / "bin" / "aclarai"), "--help"], capture_output=True, text=True, check=True,
+        [str(venv / "bin" / "aclarai"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd=tmp_path,
     )
     assert "resync" in out.stdout
     probe = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import aclarai.daemon.config as c; print(c.__file__); "
-         "print(c.load_config(env={}).graph.backend)"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import aclarai.daemon.config as c; print(c.__file__); "
+            "print(c.load_config(env={}).graph.backend)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     )
     assert str(venv) in probe.stdout and "sqlite" in probe.stdout

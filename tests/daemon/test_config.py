@@ -38,7 +38,10 @@ def test_user_file_from_xdg_config_home(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "key"),
-    [("grpah:\n  backend: sqlite\n", "grpah"), ("graph:\n  neo4j:\n    urii: x\n", "graph.neo4j.urii")],
+    [
+        ("grpah:\n  backend: sqlite\n", "grpah"),
+        ("graph:\n  neo4j:\n    urii: x\n", "graph.neo4j.urii"),
+    ],
 )
 def test_unknown_keys_name_the_key_and_file(tmp_path: Path, text: str, key: str) -> None:
     user = tmp_path / "user.yaml"
@@ -52,7 +55,7 @@ def test_unknown_keys_name_the_key_and_file(tmp_path: Path, text: str, key: str)
 def test_unknown_env_key_and_bad_values_are_errors() -> None:
     with pytest.raises(ConfigError, match="ACLARAI_GRAPH__BAKEND"):
         load_config(env={"ACLARAI_GRAPH__BAKEND": "neo4j"})
-    with pytest.raises(ConfigError, match="graph.backend"):
+    with pytest.raises(ConfigError, match=r"graph\.backend"):
         load_config(env={"ACLARAI_GRAPH__BACKEND": "mongodb"})
 
 

@@ -74,8 +74,10 @@ while True:
 def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path: Path) -> None:
     """A crash at any instant leaves the old or the new note, never a mix."""
     note = tmp_path / "note.md"
-    versions = {hashlib.sha256(b"A" * 300_000 + b"\n").hexdigest(),
-                hashlib.sha256(b"B" * 300_000 + b"\n").hexdigest()}
+    versions = {
+        hashlib.sha256(b"A" * 300_000 + b"\n").hexdigest(),
+        hashlib.sha256(b"B" * 300_000 + b"\n").hexdigest(),
+    }
     note.write_bytes(b"A" * 300_000 + b"\n")
     for trial in range(12):
         proc = subprocess.Popen(

@@ -1,0 +1,419 @@
+"""LLM-backed claim extraction (Claimify) and claim evaluation.
+
+Extraction runs three stages per block over its window: selection (verifiable content only),
+disambiguation (resolve from context, or skip), decomposition (atomic, self-contained claims). A
+block with nothing verifiable costs one call; its result is cached by the block's text and window.
+
+Evaluation has two modes. ``combined`` (the default) sends one structured call per source block
+that scores all of its claims at once (entailment, coverage with omitted elements,
+decontextualization, and a verdict), so a claim never costs more than one call. ``per_agent``
+follows the one-agent-per-score design: an entailment, a coverage and a decontextualization agent,
+plus the verification agent, per claim. Either way the decontextualization agent is shown the
+claim's nearest utterances from the ``vector_search_utterances`` tool when its role has it.
+
+A failed or unreadable evaluation gives ``None`` scores and a status saying why; it is never 0 and
+never cached, so it is retried on the next run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from aclarai.agents.base import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
+from aclarai.agents.base import claim_id as make_claim_id
+from aclarai.agents.cache import ResultCache, cache_key
+from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm_schemas import (
+    ENTAILMENT_VALUES,
+    CombinedItem,
+    CombinedOut,
+    CoverageOut,
+    DecompositionOut,
+    DecontextualizationOut,
+    DisambiguationOut,
+    EntailmentOut,
+    SelectionOut,
+    UnparseableOutput,
+)
+from aclarai.agents.prompts import PromptLibrary, delimit, delimit_all
+from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
+from aclarai.agents.verify import LLMVerifier
+from aclarai.parsers import EvaluationError, EvaluatorUnavailable
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
+Mode = Literal["combined", "per_agent"]
+EXTRACTION_STAGES = ("claimify_selection", "claimify_disambiguation", "claimify_decomposition")
+PER_AGENT_PROMPTS = ("entailment", "coverage", "decontextualization", "verification")
+DECONTEXTUALIZATION_ROLE = "decontextualization_agent"
+
+
+@dataclass(frozen=True, slots=True)
+class RoleModels:
+    """Model name per role (``model.claimify``); ``None`` means ``default``."""
+
+    default: str = "gpt-4o-mini"
+    extraction: str | None = None
+    entailment: str | None = None
+    coverage: str | None = None
+    decontextualization: str | None = None
+    verification: str | None = None
+
+    def for_role(self, role: str) -> str:
+        """The model for ``role`` (one of the field names), falling back to ``default``."""
+        return getattr(self, role) or self.default
+
+
+def failure_status(exc: EvaluationError) -> str:
+    """The status recorded for a failed call: the kind of failure, then the message."""
+    if isinstance(exc, EvaluatorUnavailable):
+        return f"llm_unavailable: {exc}"
+    if isinstance(exc, UnparseableOutput):
+        return f"unparseable_output: {exc}"
+    return f"llm_error: {exc}"
+
+
+def _nonblank(texts: Sequence[str]) -> list[str]:
+    return [t.strip() for t in texts if t.strip()]
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
+
+
+def _run_all(
+    function: Callable[[Any], R], jobs: Sequence[Any], workers: int
+) -> list[R | EvaluationError]:
+    """``function`` over ``jobs`` on up to ``workers`` threads; errors returned, not raised."""
+
+    def guarded(job: Any) -> R | EvaluationError:
+        try:
+            return function(job)
+        except EvaluationError as exc:
+            return exc
+
+    if len(jobs) <= 1:
+        return [guarded(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+        return list(pool.map(guarded, jobs))
+
+
+class LLMClaimExtractor(ClaimExtractor):
+    """Claimify-style extraction through the endpoint of ``client``.
+
+    Args:
+        client: the endpoint's client.
+        model: the extraction model (``RoleModels.for_role("extraction")``).
+        prompts: the prompt library (shipped prompts by default).
+        cache: unchanged blocks cost nothing when given.
+
+    ``extract_batch`` raises the first :class:`EvaluationError` after every block was tried (the
+    others are cached by then), so that a block is never recorded as having no claims because its
+    extraction failed.
+    """
+
+    name = "llm-claimify"
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        model: str,
+        prompts: PromptLibrary | None = None,
+        cache: ResultCache | None = None,
+    ) -> None:
+        library = prompts or PromptLibrary()
+        self._client = client
+        self._model = model
+        self._cache = cache
+        self._selection, self._disambiguation, self._decomposition = (
+            library.get(name) for name in EXTRACTION_STAGES
+        )
+        self._prompt_keys = [
+            p.key for p in (self._selection, self._disambiguation, self._decomposition)
+        ]
+        self.version = _short_hash(*self._prompt_keys)
+
+    def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
+        outcomes = _run_all(self._extract, inputs, self._client.settings.max_concurrency)
+        for outcome in outcomes:
+            if isinstance(outcome, EvaluationError):
+                raise outcome
+        return [outcome for outcome in outcomes if not isinstance(outcome, EvaluationError)]
+
+    def _extract(self, item: ExtractionInput) -> list[Claim]:
+        block = item.block
+        if not block.text.strip():
+            return []
+        key = cache_key(
+            self.name,
+            self._model,
+            self._prompt_keys,
+            block.text,
+            [u.text for u in item.before],
+            [u.text for u in item.after],
+        )
+        stored = self._cache.get(key) if self._cache is not None else None
+        if isinstance(stored, list):
+            self._client.usage.add(cache_hits=1)
+            texts = [str(t) for t in stored]
+        else:
+            texts = self._run_stages(item)
+            if self._cache is not None:
+                self._cache.put(key, texts)
+        unique = list(dict.fromkeys(_nonblank(texts)))
+        return [Claim(make_claim_id(block.block_id, t), block.block_id, t) for t in unique]
+
+    def _run_stages(self, item: ExtractionInput) -> list[str]:
+        window = {
+            "before": delimit_all("context_before", [u.text for u in item.before]),
+            "block": delimit("target_block", item.block.text),
+            "after": delimit_all("context_after", [u.text for u in item.after]),
+        }
+        selection = self._client.complete_json(
+            self._model, self._selection.render(**window), SelectionOut
+        )
+        selected = _nonblank(selection.selected)
+        if not selected:
+            return []
+        disambiguation = self._client.complete_json(
+            self._model,
+            self._disambiguation.render(
+                **window, selected=delimit_all("selected_sentence", selected)
+            ),
+            DisambiguationOut,
+        )
+        resolved = _nonblank([s.text for s in disambiguation.sentences if s.resolved])
+        if not resolved:
+            return []
+        decomposition = self._client.complete_json(
+            self._model,
+            self._decomposition.render(sentences=delimit_all("sentence", resolved)),
+            DecompositionOut,
+        )
+        return _nonblank(decomposition.claims)
+
+
+class LLMEvaluator(Evaluator):
+    """Scores claims with a model; see the module docstring for the two modes.
+
+    Args:
+        client: the endpoint's client.
+        models: the model of each role; ``combined`` mode uses ``default``.
+        prompts: the prompt library (shipped prompts by default).
+        cache: unchanged (model, prompts, claim, source, context) cost nothing when given.
+        mode: ``combined`` (at most one call per claim) or ``per_agent``.
+        tools: tools by role; ``vector_search_utterances`` feeds the decontextualization agent.
+        claims_per_call: in combined mode, the most claims of one block graded by one call.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        models: RoleModels,
+        prompts: PromptLibrary | None = None,
+        cache: ResultCache | None = None,
+        mode: Mode = "combined",
+        tools: ToolFactory | None = None,
+        claims_per_call: int = 20,
+    ) -> None:
+        if mode not in ("combined", "per_agent"):
+            raise ValueError(f"unknown evaluation mode {mode!r}")
+        library = prompts or PromptLibrary()
+        self._client = client
+        self._models = models
+        self._cache = cache
+        self._mode = mode
+        self._claims_per_call = max(1, claims_per_call)
+        self._search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH) if tools else None
+        names = ("combined",) if mode == "combined" else PER_AGENT_PROMPTS
+        self._prompts = {name: library.get(name) for name in names}
+        self._verifier = LLMVerifier(client, model=models.for_role("verification"), prompts=library)
+        self._role_models = (
+            [models.default]
+            if mode == "combined"
+            else [models.for_role(r) for r in ("entailment", "coverage", "decontextualization")]
+            + [models.for_role("verification")]
+        )
+        self.version = _short_hash(mode, *(p.key for p in self._prompts.values()))
+
+    @property
+    def model_id(self) -> str:
+        models = "+".join(dict.fromkeys(self._role_models))
+        return f"{self.name}-{self._mode}:{models}@{self.version}"
+
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        results: list[Score | None] = [None] * len(items)
+        keys = [self._key(item) for item in items]
+        pending: list[int] = []
+        for i, key in enumerate(keys):
+            stored = self._cache.get(key) if self._cache is not None else None
+            score = _score_from_json(stored) if stored is not None else None
+            if score is None:
+                pending.append(i)
+            else:
+                results[i] = score
+                self._client.usage.add(cache_hits=1)
+        workers = self._client.settings.max_concurrency
+        if self._mode == "combined":
+            groups = self._groups([(i, items[i]) for i in pending])
+            for group, outcome in zip(
+                groups, _run_all(self._score_group, groups, workers), strict=True
+            ):
+                for (i, _), score in zip(group, self._group_scores(group, outcome), strict=True):
+                    results[i] = score
+        else:
+            scored = _run_all(self._score_per_agent, [items[i] for i in pending], workers)
+            for i, outcome in zip(pending, scored, strict=True):
+                results[i] = outcome if isinstance(outcome, Score) else _failed(outcome)
+        for i in pending:
+            score = results[i]
+            if self._cache is not None and score is not None and score.status == "ok":
+                self._cache.put(keys[i], _score_to_json(score))
+        return [score if score is not None else _failed(None) for score in results]
+
+    def _key(self, item: EvalItem) -> str:
+        top_k = self._search.params.get("top_k") if self._search is not None else None
+        return cache_key(
+            self.name,
+            self.version,
+            self._role_models,
+            item.claim,
+            item.source,
+            list(item.context),
+            top_k,
+        )
+
+    def _groups(self, pending: list[tuple[int, EvalItem]]) -> list[list[tuple[int, EvalItem]]]:
+        by_block: dict[tuple[str, tuple[str, ...]], list[tuple[int, EvalItem]]] = {}
+        for i, item in pending:
+            by_block.setdefault((item.source, item.context), []).append((i, item))
+        size = self._claims_per_call
+        return [
+            members[start : start + size]
+            for members in by_block.values()
+            for start in range(0, len(members), size)
+        ]
+
+    def _similar(self, item: EvalItem) -> str:
+        if self._search is None:
+            return "(no search tool configured)"
+        try:
+            hits = self._search(query=item.claim)
+        except EvaluationError as exc:
+            logger.warning("vector search failed for a claim: %s", exc)
+            return "(search unavailable)"
+        texts = [hit.text for hit in hits if hit.text != item.source]
+        return delimit_all("similar_utterance", texts)
+
+    def _score_group(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:
+        source = group[0][1]
+        claims = "\n\n".join(
+            f"Claim c{n}:\n{delimit('claim', item.claim, id=f'c{n}')}\n"
+            f"Utterances most similar to claim c{n}:\n{self._similar(item)}"
+            for n, (_, item) in enumerate(group, 1)
+        )
+        messages = self._prompts["combined"].render(
+            source=delimit("source", source.source),
+            context=delimit_all("context", list(source.context)),
+            claims=claims,
+        )
+        return self._client.complete_json(self._models.default, messages, CombinedOut)
+
+    def _group_scores(
+        self, group: list[tuple[int, EvalItem]], outcome: CombinedOut | EvaluationError
+    ) -> list[Score]:
+        if isinstance(outcome, EvaluationError):
+            return [_failed(outcome)] * len(group)
+        by_id: dict[str, CombinedItem] = {}
+        for result in outcome.results:
+            by_id.setdefault(result.id, result)
+        scores = []
+        for n in range(1, len(group) + 1):
+            result = by_id.get(f"c{n}")
+            if result is None:
+                scores.append(_failed(None, "missing_in_reply: the model skipped this claim"))
+                continue
+            scores.append(
+                Score(
+                    entailed_score=ENTAILMENT_VALUES[result.entailment],
+                    coverage_score=result.coverage_score,
+                    decontextualization_score=result.decontextualization_score,
+                    verdict=result.verdict,
+                    justification=result.justification,
+                    omitted=tuple(_nonblank(result.omitted)),
+                )
+            )
+        return scores
+
+    def _score_per_agent(self, item: EvalItem) -> Score:
+        claim = delimit("claim", item.claim)
+        source = delimit("source", item.source)
+        context = delimit_all("context", list(item.context))
+        plan: dict[str, tuple[dict[str, str], type[BaseModel]]] = {
+            "entailment": ({"claim": claim, "source": source, "context": context}, EntailmentOut),
+            "coverage": ({"claim": claim, "source": source}, CoverageOut),
+            "decontextualization": (
+                {"claim": claim, "source": source, "similar": self._similar(item)},
+                DecontextualizationOut,
+            ),
+        }
+        replies: dict[str, BaseModel] = {}
+        problems: list[str] = []
+        for role, (fields, schema) in plan.items():
+            messages = self._prompts[role].render(**fields)
+            try:
+                replies[role] = self._client.complete_json(
+                    self._models.for_role(role), messages, schema
+                )
+            except EvaluationError as exc:
+                problems.append(f"{role}={failure_status(exc)}")
+        verdict = self._verifier.verify(item.claim, [item.source, *item.context])
+        if verdict.status != "ok":
+            problems.append(f"verification={verdict.status}")
+        entailment = replies.get("entailment")
+        coverage = replies.get("coverage")
+        decontext = replies.get("decontextualization")
+        return Score(
+            entailed_score=ENTAILMENT_VALUES[entailment.entailment]
+            if isinstance(entailment, EntailmentOut)
+            else None,
+            coverage_score=coverage.coverage_score if isinstance(coverage, CoverageOut) else None,
+            decontextualization_score=decontext.decontextualization_score
+            if isinstance(decontext, DecontextualizationOut)
+            else None,
+            status="; ".join(problems) if problems else "ok",
+            verdict=verdict.label if verdict.status == "ok" else None,
+            justification=verdict.justification if verdict.status == "ok" else None,
+            omitted=tuple(_nonblank(coverage.omitted)) if isinstance(coverage, CoverageOut) else (),
+        )
+
+
+def _failed(exc: EvaluationError | None, status: str | None = None) -> Score:
+    reason = status or (failure_status(exc) if exc is not None else "not_evaluated")
+    return Score(None, None, None, status=reason)
+
+
+def _score_to_json(score: Score) -> dict[str, Any]:
+    return dataclasses.asdict(score)
+
+
+def _score_from_json(stored: Any) -> Score | None:
+    if not isinstance(stored, dict):
+        return None
+    try:
+        return Score(**{**stored, "omitted": tuple(stored.get("omitted") or ())})
+    except TypeError:
+        return None

@@ -1,0 +1,125 @@
+"""The JSON shapes the prompts ask for, and the tolerant reader of model replies.
+
+A reply that does not validate is a failed call (:class:`UnparseableOutput`), never a 0.
+
+Lists of texts accept blank entries (models emit them) and callers drop them, so one stray ``""``
+does not throw away a whole reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from aclarai.parsers import EvaluationError
+
+T = TypeVar("T", bound=BaseModel)
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+EntailmentLabel = Literal["entailed", "partial", "not_entailed"]
+VerdictLabel = Literal["supported", "weakly_supported", "unsupported"]
+
+ENTAILMENT_VALUES: dict[str, float] = {"entailed": 1.0, "partial": 0.5, "not_entailed": 0.0}
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+class UnparseableOutput(EvaluationError):
+    """The model replied, but not with what the schema asks for (even after one repair)."""
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class SelectionOut(_Out):
+    """Claimify stage 1: sentences of the target block with verifiable content."""
+
+    selected: list[str]
+
+
+class DisambiguatedSentence(_Out):
+    text: str
+    resolved: bool
+
+
+class DisambiguationOut(_Out):
+    """Claimify stage 2: each selected sentence with its ambiguity resolved, or marked not."""
+
+    sentences: list[DisambiguatedSentence]
+
+
+class DecompositionOut(_Out):
+    """Claimify stage 3: atomic, self-contained claims."""
+
+    claims: list[str]
+
+
+class CombinedItem(_Out):
+    id: Text
+    entailment: EntailmentLabel
+    coverage_score: Unit
+    omitted: list[str] = []
+    decontextualization_score: Unit
+    verdict: VerdictLabel | None = None
+    justification: str | None = None
+
+
+class CombinedOut(_Out):
+    """Every score of every claim of one source block, in one reply."""
+
+    results: list[CombinedItem]
+
+
+class EntailmentOut(_Out):
+    entailment: EntailmentLabel
+    reason: str = ""
+
+
+class CoverageOut(_Out):
+    coverage_score: Unit
+    omitted: list[str] = []
+
+
+class DecontextualizationOut(_Out):
+    decontextualization_score: Unit
+    reason: str = ""
+
+
+class JudgeOut(_Out):
+    """An answer judge's reply (relevance, faithfulness, coherence)."""
+
+    score: Unit
+    reason: str = ""
+
+
+def parse_json_output(text: str, schema: type[T]) -> T:
+    """Read a model's reply as ``schema``: code fences stripped, surrounding prose ignored.
+
+    Raises:
+        UnparseableOutput: no JSON object in the text, or it does not validate.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    last_error = "no JSON object found"
+    for candidate in candidates:
+        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+            try:
+                obj, _ = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                continue
+            try:
+                return schema.model_validate(obj)
+            except ValidationError as exc:
+                last_error = _short_validation_error(exc)
+                break
+    raise UnparseableOutput(f"reply is not a valid {schema.__name__}: {last_error}")
+
+
+def _short_validation_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(root)"
+    return f"{where}: {first['msg']}"

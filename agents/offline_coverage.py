@@ -1,0 +1,136 @@
+"""Coverage: how many of the source's verifiable elements a claim keeps.
+
+Verifiable elements are names and places (capitalised words and runs of them, technical tokens
+such as ``v2.3`` or ``PostgreSQL``), numbers and dates (digits, number words, month and weekday
+names, "yesterday"). A claim usually restates one or two sentences of a longer utterance, so
+only the source sentences the claim draws on count: the best-aligned sentence, plus any other
+sharing at least half of its content words with the claim. The speaker prefix of a Tier 1
+utterance is who spoke, not what was said, and is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aclarai.agents.offline_extractor import split_speaker
+from aclarai.agents.offline_features import (
+    MONTHS,
+    NUMBER_WORDS,
+    STOPWORDS,
+    WEEKDAYS,
+    WORD_PATTERN,
+    is_content,
+    number_values,
+    stem,
+    word_set,
+)
+from aclarai.parsers import split_sentences
+
+RELATIVE_DATES = word_set("yesterday today tomorrow tonight")
+_DATE_WORDS = MONTHS | WEEKDAYS | RELATIVE_DATES
+_DRAWN_ON = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """The share of verifiable elements kept, and the ones left out (as written in the source)."""
+
+    score: float
+    elements: tuple[str, ...]
+    omitted: tuple[str, ...]
+
+
+def verifiable_elements(sentence: str) -> list[str]:
+    """Names, places, numbers and dates of one sentence, in order, each once.
+
+    Args:
+        sentence: One sentence, without a speaker prefix.
+
+    Returns:
+        The elements as written (multi-word names kept together, e.g. "New York").
+    """
+    words = WORD_PATTERN.findall(sentence)
+    elements: list[str] = []
+    run: list[str] = []
+    for i, word in enumerate(words):
+        if _is_name_part(word, i) or (
+            i == 0 and len(words) > 1 and _is_name_part(word, 1) and _is_name_part(words[1], 1)
+        ):
+            run.append(word)
+            continue
+        if run:
+            elements.append(" ".join(run))
+            run = []
+        lower = word.lower()
+        if number_values(lower) or lower in _DATE_WORDS:
+            elements.append(word)
+    if run:
+        elements.append(" ".join(run))
+    return list(dict.fromkeys(elements))
+
+
+def coverage(claim: str, source: str) -> Coverage:
+    """Coverage of ``source``'s verifiable elements by ``claim``.
+
+    Args:
+        claim: The claim text.
+        source: The utterance the claim came from (speaker prefix allowed).
+
+    Returns:
+        Score 1.0 when the drawn-on sentences hold no verifiable element (nothing to omit).
+    """
+    claim_stems = {stem(w.lower()) for w in WORD_PATTERN.findall(claim)}
+    claim_numbers = {n for w in WORD_PATTERN.findall(claim) for n in number_values(w.lower())}
+    elements: list[str] = []
+    for sentence in _drawn_on(claim_stems, source):
+        elements.extend(e for e in verifiable_elements(sentence) if e not in elements)
+    if not elements:
+        return Coverage(1.0, (), ())
+    omitted = tuple(e for e in elements if not _kept(e, claim_stems, claim_numbers))
+    return Coverage(1 - len(omitted) / len(elements), tuple(elements), omitted)
+
+
+def _drawn_on(claim_stems: set[str], source: str) -> list[str]:
+    sentences = [_without_speaker(s) for s in split_sentences(source)]
+    scored = []
+    for sentence in sentences:
+        content = {
+            stem(w) for w in (x.lower() for x in WORD_PATTERN.findall(sentence)) if is_content(w)
+        }
+        shared = len(content & claim_stems)
+        scored.append((shared, shared / len(content) if content else 0.0, sentence))
+    if not scored:
+        return []
+    best = max(scored, key=lambda item: item[0])
+    if best[0] == 0:
+        return sentences
+    return [s for shared, share, s in scored if s is best[2] or (shared and share >= _DRAWN_ON)]
+
+
+def _without_speaker(sentence: str) -> str:
+    return split_speaker(sentence)[1]
+
+
+def _is_name_part(word: str, index: int) -> bool:
+    if any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
+        return True
+    if any(ch.isupper() for ch in word[1:]) and word.lower() not in STOPWORDS:
+        return True
+    lower = word.lower()
+    if not word[0].isupper() or lower in STOPWORDS or lower in MONTHS or lower in WEEKDAYS:
+        return False
+    if lower in NUMBER_WORDS or lower in RELATIVE_DATES:
+        return False
+    # A capital at the start of a sentence says nothing; elsewhere it marks a name.
+    return index > 0
+
+
+def _kept(element: str, claim_stems: set[str], claim_numbers: set[str]) -> bool:
+    for word in element.split():
+        lower = word.lower()
+        numbers = number_values(lower)
+        if numbers and not set(numbers) <= claim_numbers:
+            return False
+        if not numbers and stem(lower) not in claim_stems:
+            return False
+    return True

@@ -1,0 +1,195 @@
+"""Decontextualization: can a claim be understood without the conversation it came from?
+
+The score starts at 1 and each thing a reader would need the context for multiplies it by a
+penalty: a pronoun with no antecedent in the claim (worst as the subject), a first- or
+second-person pronoun, a demonstrative ("this", "that is why"), a place deictic ("here",
+"there"), a relative time ("yesterday", "this morning", a bare weekday), a definite description
+that points back into the conversation ("the team", or "the migration" when the neighbouring
+utterances talk about a migration), ellipsis, and a missing subject.
+
+The neighbouring utterances help in two ways: speaker names found in them count as antecedents
+("alice said she ..."), and nouns they mention make "the <noun>" anaphoric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aclarai.agents.offline_coverage import RELATIVE_DATES
+from aclarai.agents.offline_extractor import split_speaker
+from aclarai.agents.offline_features import (
+    MONTHS,
+    STOPWORDS,
+    WEEKDAYS,
+    WORD_PATTERN,
+    is_content,
+    stem,
+    word_set,
+)
+
+_THIRD_PERSON = word_set(
+    "he she it they him her them his hers its their theirs himself herself itself themselves"
+)
+_FIRST_SECOND_PERSON = word_set("i me my mine we us our ours you your yours i'm i've we're")
+_DEMONSTRATIVES = word_set("this these those")
+_BE_FORMS = word_set("is are was were 's has have had will may might seems seem appears appear")
+_RELATIVE_TIME = RELATIVE_DATES | word_set("now currently recently earlier later lately ago")
+_TIME_UNITS = (
+    word_set("week month year morning afternoon evening night weekend quarter sprint time")
+    | WEEKDAYS
+)
+_TIME_MODIFIERS = word_set("this last next coming past")
+_RELATIONAL_NOUNS = word_set(
+    """
+    team project issue bug meeting plan fix change problem ticket thing same former latter above
+    following other rest incident outage release deploy deployment migration client customer
+    company idea proposal decision call discussion document doc report branch feature error alert
+    result results numbers data patch update version rollout
+    """
+)
+_PAST_IRREGULAR_STARTS = word_set("went made took got saw ran broke fell found gave kept left")
+_AUXILIARIES = word_set("is was were are has had have will would can could should did does")
+
+LEADING_PRONOUN = 0.4
+PRONOUN = 0.7
+FIRST_PERSON = 0.6
+DEMONSTRATIVE = 0.7
+DEICTIC_PLACE = 0.8
+RELATIVE_TIME = 0.75
+ANAPHORIC_DESCRIPTION = 0.85
+ELLIPSIS = 0.85
+MISSING_SUBJECT = 0.5
+SHORT = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Decontextualization:
+    """The score and what lowered it (e.g. ``"pronoun 'he'"``)."""
+
+    score: float
+    reasons: tuple[str, ...]
+
+
+def decontextualization(
+    claim: str, source: str = "", context: Sequence[str] = ()
+) -> Decontextualization:
+    """Score how well ``claim`` stands on its own.
+
+    Args:
+        claim: The claim text.
+        source: The utterance the claim came from; its speaker counts as a known name.
+        context: Neighbouring utterances; their speakers are known names and their nouns make
+            a definite description anaphoric.
+
+    Returns:
+        A score in 0..1 (1: fully self-contained) and the reasons for each penalty.
+    """
+    words = WORD_PATTERN.findall(claim)
+    lowered = [w.lower() for w in words]
+    known_names = _speakers([source, *context])
+    context_nouns = _nouns(context)
+    penalties: list[tuple[float, str]] = []
+    antecedent = False
+    for i, word in enumerate(words):
+        penalty = _word_penalty(i, words, lowered, antecedent, context_nouns)
+        if penalty is not None:
+            penalties.append(penalty)
+        if _could_be_antecedent(word, lowered[i], i, words, known_names):
+            antecedent = True
+    if "..." in claim or "…" in claim or "etc" in lowered:
+        penalties.append((ELLIPSIS, "ellipsis"))
+    if lowered and _missing_subject(lowered[0], known_names):
+        penalties.append((MISSING_SUBJECT, "no subject"))
+    if len(words) < 4:
+        penalties.append((SHORT, "too short"))
+    score = 1.0
+    for factor, _ in penalties:
+        score *= factor
+    return Decontextualization(score, tuple(dict.fromkeys(reason for _, reason in penalties)))
+
+
+def _word_penalty(
+    i: int, words: list[str], lowered: list[str], antecedent: bool, context_nouns: set[str]
+) -> tuple[float, str] | None:
+    word, lower = words[i], lowered[i]
+    following = lowered[i + 1] if i + 1 < len(lowered) else ""
+    if lower in _THIRD_PERSON and not antecedent and not _dummy_it(lowered, i):
+        return (LEADING_PRONOUN if i == 0 else PRONOUN, f"pronoun '{word}'")
+    if lower in _FIRST_SECOND_PERSON:
+        return (FIRST_PERSON, f"pronoun '{word}'")
+    if (lower in _DEMONSTRATIVES and following not in _TIME_UNITS) or (lower == "that" and i == 0):
+        return (DEMONSTRATIVE, f"demonstrative '{word}'")
+    if lower == "here" or (lower == "there" and following not in _BE_FORMS):
+        return (DEICTIC_PLACE, f"place '{word}'")
+    if (
+        lower in _RELATIVE_TIME
+        or (lower in _TIME_MODIFIERS and following in _TIME_UNITS)
+        or (lower in WEEKDAYS and not _has_full_date(lowered))
+    ):
+        return (RELATIVE_TIME, f"relative time '{word}'")
+    if lower == "the" and _anaphoric(following, words, i, context_nouns):
+        return (ANAPHORIC_DESCRIPTION, f"'the {following}' refers back")
+    return None
+
+
+def _dummy_it(lowered: list[str], i: int) -> bool:
+    """'it' with no referent: "it is likely that", "it takes", "it seems"."""
+    if lowered[i] != "it" or i + 1 >= len(lowered):
+        return False
+    after = lowered[i + 1 : i + 5]
+    if after[0] in {"seems", "seemed", "appears", "appeared", "takes", "took"}:
+        return True
+    return after[0] in {"is", "was", "'s"} and any(w in {"that", "to"} for w in after[2:])
+
+
+def _could_be_antecedent(
+    word: str, lower: str, index: int, words: list[str], known_names: set[str]
+) -> bool:
+    if lower in known_names or any(ch.isdigit() for ch in word):
+        return True
+    if word[0].isupper() and lower not in STOPWORDS and lower not in _FIRST_SECOND_PERSON:
+        return index > 0 or (len(words) > 1 and is_content(lower))
+    previous = words[index - 1].lower() if index else ""
+    return previous in {"the", "a", "an"} and is_content(lower)
+
+
+def _anaphoric(noun: str, words: list[str], index: int, context_nouns: set[str]) -> bool:
+    if not noun or not is_content(noun):
+        return False
+    # "the team at Acme", "the release of v2.3": a qualifier with a name resolves it.
+    qualifier = words[index + 2 : index + 5]
+    if any(w[0].isupper() or any(ch.isdigit() for ch in w) for w in qualifier[1:]) and (
+        qualifier and qualifier[0].lower() in {"of", "at", "in", "for", "from", "on"}
+    ):
+        return False
+    return noun in _RELATIONAL_NOUNS or stem(noun) in context_nouns
+
+
+def _has_full_date(lowered: list[str]) -> bool:
+    return any(w in MONTHS for w in lowered) or any(w.isdigit() and len(w) == 4 for w in lowered)
+
+
+def _missing_subject(first: str, known_names: set[str]) -> bool:
+    if first in _AUXILIARIES or first in _PAST_IRREGULAR_STARTS:
+        return True
+    return first.endswith("ed") and len(first) > 3 and first not in known_names
+
+
+def _speakers(texts: Sequence[str]) -> set[str]:
+    names: set[str] = set()
+    for text in texts:
+        for line in text.splitlines():
+            speaker, _ = split_speaker(line)
+            if speaker:
+                names.add(speaker.lower())
+    return names
+
+
+def _nouns(context: Sequence[str]) -> set[str]:
+    return {
+        stem(w)
+        for text in context
+        for w in (x.lower() for x in WORD_PATTERN.findall(text))
+        if is_content(w)
+    }

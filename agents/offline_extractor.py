@@ -1,0 +1,316 @@
+"""The offline claim extractor: one claim per verifiable declarative sentence of an utterance.
+
+Deterministic and rule-based. A Tier 1 utterance usually opens with a speaker prefix
+(``alice: ...``); the prefix is removed and first-person pronouns are resolved to the speaker
+("alice: I rolled back to v2.3" gives "alice rolled back to v2.3"; "we" becomes "alice's team",
+with the verb agreeing). Sentences that are not claims are skipped: questions, greetings, thanks
+and acknowledgements, imperatives, bare opinions with nothing checkable, and fragments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aclarai.agents.base import Claim, ClaimExtractor, ExtractionInput, claim_id
+from aclarai.agents.offline_features import WORD_PATTERN, is_content, word_set
+from aclarai.parsers import normalize_text, split_sentences
+
+_SPEAKER = re.compile(r"^[ \t]*(?P<name>[A-Za-z][\w.'-]*(?: [A-Za-z][\w.'-]*){0,2})[ \t]*:[ \t]+")
+_NOT_SPEAKERS = word_set(
+    """
+    note notes update edit todo summary question answer q a re fyi ps nb warning tip important
+    example source action decision status result reason context problem solution agenda topic
+    subject date time location tldr aside update edit caveat
+    """
+)
+_MARKDOWN_LINE = re.compile(
+    r"^[ \t]*(?:>[ \t]*)*(?:#{1,6}[ \t]+|[-*+•][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,3}[.)][ \t]+)?"
+)
+_WIKI_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_HTML = re.compile(r"<!--.*?-->|<[^>\n]+>", re.S)
+_EMPHASIS = re.compile(r"(\*\*|__|`+|~~)")
+
+_DISCOURSE = re.compile(
+    r"^(?:(?:(?:ok|okay|yes|yeah|yep|no|nope|oh|ah|well|so|right|sure|hmm|um|great|cool|nice|"
+    r"thanks|thank you|alright)[,!:.]|(?:note|update|edit|ps|nb|fyi|btw)[:,]|and|but|also|anyway|"
+    r"actually|basically|honestly|"
+    r"btw|fyi)\s+)+",
+    re.I,
+)
+_INTERJECTION_ONLY = re.compile(r"^(?:ok|okay|yes|yeah|yep|no|nope|oh|ah|well|right|sure)$", re.I)
+_GREETING = word_set(
+    "hi hello hey thanks thank thx ty cheers bye goodbye welcome morning congrats congratulations "
+    "sorry lgtm"
+)
+_QUESTION_WORDS = word_set("who what when where why how which whose whom")
+_AUXILIARIES = word_set(
+    "am is are was were be been do does did have has had will would can could should shall may "
+    "might must"
+)
+_QUESTION_SUBJECTS = word_set(
+    "i you we they he she it anyone anybody someone somebody everyone everybody there this that the"
+)
+_IMPERATIVES = word_set(
+    """
+    add ask be bring call check click come consider create delete do don't double-check email
+    ensure fix follow give go help install keep let let's look make merge move note open ping please
+    push put read remember remove restart review run send set share ship start stop take tell try
+    update use verify wait watch write revert grab schedule reach loop see book file pick fill
+    """
+)
+_OBJECT_STARTERS = word_set(
+    "the a an this that these those it me us them him her my your our their up out on off to in "
+    "back all everyone some sure"
+)
+_ALWAYS_IMPERATIVE = word_set("please let's let don't dont")
+_OPINION_FRAMES = re.compile(
+    r"^(?:i|we) (?:think|feel|believe|guess|suppose|reckon|love|like|hate|prefer|wish|hope)\b"
+    r"|^(?:imo|imho|in my opinion|personally)\b",
+    re.I,
+)
+_EVALUATIVE = word_set(
+    """
+    awesome amazing bad terrible horrible great good nice cool fine weird strange funny annoying
+    excellent fantastic wonderful lovely perfect brilliant crazy wild boring exciting sad happy
+    glad better worse best worst beautiful ugly neat sweet huge gross impressive
+    """
+)
+_IRREGULAR_PAST = word_set(
+    """
+    went made took got saw ran broke fell found gave kept left lost met paid put said sent set shut
+    sold spent stood told thought won wrote began came did built bought brought caught chose drew
+    drove ate fed felt forgot froze grew heard held hid hit hurt knew laid led lent let lay meant
+    quit read rode rang rose sang sank sat slept spoke stole struck taught tore threw understood
+    woke wore became shot split spun cut began shut
+    """
+)
+_RESTRICTORS = word_set("only just except even mostly mainly")
+_PREPOSITIONS = word_set("for with to from in on at by about after before during since until")
+_NOUN_MARKERS = word_set(
+    """
+    a an the this that these those my your our their its his her some many few several all more
+    most other with for of than to from in on at by about into two three four five ten
+    """
+)
+_ADVERBS = word_set(
+    """
+    just also already really actually still never always often then finally only recently probably
+    definitely usually sometimes even mostly first quickly immediately eventually personally
+    """
+)
+_FIRST_PERSON_FORMS = {"am": "is", "'m": "is", "have": "has", "'ve": "has", "do": "does"}
+_PLURAL_FORMS = {"are": "is", "'re": "is", "were": "was", "have": "has", "'ve": "has", "do": "does"}
+_UNCHANGED = word_set(
+    "was is has does did had will would can could should shall may might must 'll 'd"
+)
+_BASE_FORMS_IN_ED = word_set(
+    "need feed seed proceed succeed exceed bleed breed speed embed shed wed heed shred"
+)
+_NEGATED_FORMS = {"don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't"}
+_CONTRACTION_WORDS = {"'ll": "will", "'d": "would"}
+_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[^\sA-Za-z]+|\s+")
+
+
+class OfflineClaimExtractor(ClaimExtractor):
+    """Rule-based extractor: fast, deterministic, no model."""
+
+    name = "offline"
+    version = "1"
+
+    def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
+        return [self._extract(item) for item in inputs]
+
+    def _extract(self, item: ExtractionInput) -> list[Claim]:
+        claims: list[Claim] = []
+        seen: set[str] = set()
+        for text in extract_claim_texts(item.block.text):
+            key = normalize_text(text)
+            if key not in seen:
+                seen.add(key)
+                claims.append(Claim(claim_id(item.block.block_id, text), item.block.block_id, text))
+        return claims
+
+
+def extract_claim_texts(utterance: str) -> list[str]:
+    """The claim sentences of one utterance, first-person pronouns resolved to the speaker.
+
+    Args:
+        utterance: The whole text of a Tier 1 block, speaker prefix included.
+
+    Returns:
+        Claim texts in order, whitespace-normalised, each ending with a full stop or ``!``.
+    """
+    claims: list[str] = []
+    for speaker, text in speaker_segments(utterance):
+        for sentence in split_sentences(text):
+            claim = sentence_to_claim(sentence, speaker)
+            if claim is not None:
+                claims.append(claim)
+    return claims
+
+
+def split_speaker(line: str) -> tuple[str | None, str]:
+    """Split ``"alice: text"`` into ``("alice", "text")``; ``(None, line)`` without a prefix."""
+    match = _SPEAKER.match(line)
+    if match is None or match.group("name").lower().replace(";", "") in _NOT_SPEAKERS:
+        return None, line
+    return match.group("name"), line[match.end() :]
+
+
+def speaker_segments(utterance: str) -> list[tuple[str | None, str]]:
+    """The utterance cut where the speaker changes, Markdown decoration removed."""
+    segments: list[tuple[str | None, list[str]]] = []
+    speaker: str | None = None
+    for raw in _HTML.sub(" ", utterance).splitlines():
+        named, line = split_speaker(_MARKDOWN_LINE.sub("", raw, count=1))
+        if named is not None or not segments:
+            speaker = named or speaker
+            segments.append((speaker, []))
+        segments[-1][1].append(_clean_inline(line))
+    return [(who, "\n".join(lines)) for who, lines in segments if any(s.strip() for s in lines)]
+
+
+def sentence_to_claim(sentence: str, speaker: str | None) -> str | None:
+    """The claim a sentence makes, or ``None`` when it is not a verifiable declarative."""
+    text = normalize_text(sentence.replace("’", "'"))
+    stripped = _DISCOURSE.sub("", text)
+    if not stripped or _INTERJECTION_ONLY.match(stripped.rstrip(".!")):
+        return None
+    if stripped != text and text[0].isupper():
+        stripped = stripped[0].upper() + stripped[1:]
+    words = [w.lower() for w in WORD_PATTERN.findall(stripped)]
+    if not _is_claim(stripped, words):
+        return None
+    claim = resolve_first_person(stripped, speaker) if speaker else stripped
+    if claim[-1] not in ".!":
+        claim = claim.rstrip(",;:-— ") + "."
+    return claim
+
+
+def _is_claim(text: str, words: list[str]) -> bool:
+    if len(words) < 3 or text.endswith("?"):
+        return False
+    first, second = words[0], words[1]
+    if first in _GREETING and second != "to":
+        return False
+    if first in _QUESTION_WORDS and second in _AUXILIARIES:
+        return False
+    if first in _AUXILIARIES and second in _QUESTION_SUBJECTS:
+        return False
+    if first in _ALWAYS_IMPERATIVE or (first in _IMPERATIVES and second in _OBJECT_STARTERS):
+        return False
+    if first in _RESTRICTORS and second in _PREPOSITIONS:
+        return False  # "only for enterprise customers": an answer's fragment
+    anchored = _has_anchor(text)
+    checkable = [w for w in words if is_content(w) and w not in _EVALUATIVE]
+    if _OPINION_FRAMES.match(text) and not anchored:
+        return False
+    return bool(checkable) and _has_verb(words)
+
+
+def _has_anchor(text: str) -> bool:
+    """A number, a name or a technical token: something a reader could check."""
+    words = WORD_PATTERN.findall(text)
+    return any(
+        any(ch.isdigit() for ch in word)
+        or (i and word[0].isupper() and word != "I")
+        or any(ch.isupper() for ch in word[1:])
+        for i, word in enumerate(words)
+    )
+
+
+def _has_verb(words: list[str]) -> bool:
+    return any(
+        w in _AUXILIARIES
+        or w in _IRREGULAR_PAST
+        or w.endswith(("ed", "'s", "n't", "'re", "'ve", "'m"))
+        or (i and _third_person_verb(w, words[i - 1]))
+        for i, w in enumerate(words)
+    )
+
+
+def _third_person_verb(word: str, previous: str) -> bool:
+    """'runs' in "the cluster runs", not 'seats' in "than 500 seats" (a guess without a tagger)."""
+    if not word.endswith("s") or word.endswith("ss") or len(word) <= 3:
+        return False
+    return previous not in _NOUN_MARKERS and not any(ch.isdigit() for ch in previous)
+
+
+def resolve_first_person(text: str, speaker: str) -> str:
+    """Replace I/me/my and we/us/our by the speaker, making the following verb agree.
+
+    "I'm" becomes "alice is", "we've" becomes "alice's team has", "I need" becomes
+    "alice needs"; "we" is read as the speaker's team.
+    """
+    tokens = _TOKEN.findall(text)
+    out: list[str] = []
+    agree_next = False
+    for token in tokens:
+        lower = token.lower()
+        if token.isspace() or not token[0].isalpha():
+            out.append(token)
+            continue
+        head, _, tail = lower.partition("'")
+        tail = f"'{tail}" if tail else ""
+        if head in {"i", "we"}:
+            subject = speaker if head == "i" else f"{speaker}'s team"
+            out.append(subject)
+            if tail:
+                forms = _FIRST_PERSON_FORMS if head == "i" else _PLURAL_FORMS
+                out.append(" " + forms.get(tail, _CONTRACTION_WORDS.get(tail, tail.lstrip("'"))))
+            else:
+                agree_next = True
+            continue
+        replacement = (
+            _object_pronoun(lower, speaker) if token[1:].islower() or len(token) == 1 else None
+        )
+        if replacement is not None:
+            out.append(replacement)
+            continue
+        if agree_next and lower not in _ADVERBS:
+            out.append(_third_person(token, lower))
+            agree_next = False
+            continue
+        out.append(token)
+    return "".join(out)
+
+
+def _object_pronoun(lower: str, speaker: str) -> str | None:
+    return {
+        "me": speaker,
+        "myself": speaker,
+        "my": f"{speaker}'s",
+        "mine": f"{speaker}'s",
+        "us": f"{speaker}'s team",
+        "ourselves": f"{speaker}'s team",
+        "our": f"{speaker}'s team's",
+        "ours": f"{speaker}'s team's",
+    }.get(lower)
+
+
+def _third_person(token: str, lower: str) -> str:
+    if lower in _FIRST_PERSON_FORMS or lower in _PLURAL_FORMS:
+        return _FIRST_PERSON_FORMS.get(lower) or _PLURAL_FORMS[lower]
+    if lower in _NEGATED_FORMS:
+        return _NEGATED_FORMS[lower]
+    if (
+        lower in _UNCHANGED
+        or lower in _IRREGULAR_PAST
+        or (lower.endswith("ed") and lower not in _BASE_FORMS_IN_ED)
+        or lower.endswith("n't")
+        or not lower.isalpha()
+    ):
+        return token
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return token + "es"
+    if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
+        return token[:-1] + "ies"
+    return token + "s"
+
+
+def _clean_inline(line: str) -> str:
+    line = _WIKI_LINK.sub(lambda m: m.group(2) or m.group(1), line)
+    line = _MD_LINK.sub(r"\1", line)
+    return _EMPHASIS.sub("", line)

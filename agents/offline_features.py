@@ -1,0 +1,379 @@
+"""Cheap lexical features of a (claim, source) pair for the offline entailment model.
+
+Everything here is pure and deterministic: content-word overlap in both directions, bigram and
+trigram overlap and the order of matched words (PAWS-style swaps keep every word but break word
+pairs and word order), numbers and capitalised names of the claim missing from the source,
+negation mismatch against the best-aligned source sentence, and a character 4-gram containment
+that stands in for an embedding similarity without any downloaded weights.
+
+A multi-sentence claim is compared sentence by sentence and the worst sentence counts most,
+because one unsupported sentence makes the whole claim unsupported.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+from aclarai.parsers import split_sentences
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The whitespace-separated words of a literal word list."""
+    return frozenset(text.split())
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "content_precision_min",
+    "content_precision_mean",
+    "aligned_recall_mean",
+    "bigram_precision_mean",
+    "trigram_precision_min",
+    "order_agreement_min",
+    "chargram_containment_min",
+    "matched_content_log",
+    "unmatched_content_log",
+    "unmatched_numbers",
+    "unmatched_entities",
+    "negation_mismatch",
+)
+"""Names of the values :func:`pair_features` returns, in order (the model's inputs)."""
+
+STOPWORDS = word_set(
+    """
+    a an the and or but if then else so than that this these those there here of to in on at by
+    for with from into onto over under about as is are was were be been being am do does did doing
+    have has had having i me my mine myself we us our ours you your yours he him his she her hers it
+    its they them their theirs what which who whom whose when where why how all any both each few
+    more most other some such only own same too very can will just should would could may might must
+    shall also s t m re ve ll d yes yeah yep ok okay oh well really actually like i'm it's that's
+    there's i've i'd i'll we're we've they're they've you're he's she's let's one ones thing things
+    get got go going went gone make made know think say said
+    """
+)
+CHITCHAT = word_set(
+    """
+    love agree true sure great good cool awesome nice interesting fun favorite favourite lot lots
+    ton tons wow hi hello hey thanks thank guess believe feel maybe probably definitely pretty kind
+    sort stuff something anything everything right even still much many always often sometimes
+    lol haha hmm um uh wish hope want idea mean seem seems
+    """
+)
+"""Conversational filler: evidence neither for a claim nor against it."""
+NEGATIONS = word_set(
+    "not no never none nobody nothing neither nor without cannot nowhere hardly barely"
+)
+MONTHS = word_set(
+    "january february march april may june july august september october november december"
+)
+WEEKDAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
+_CARDINALS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+_ORDINALS = (
+    "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
+)
+NUMBER_WORDS: dict[str, str] = {
+    **{word: str(value) for value, word in enumerate(_CARDINALS.split())},
+    **{word: str(value) for value, word in enumerate(_ORDINALS.split()) if value},
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "hundred": "100",
+    "thousand": "1000",
+    "million": "1000000",
+    "billion": "1000000000",
+}
+
+WORD_PATTERN = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+|(?<=\d)[:,]\d+)*")
+"""A word: letters and digits, with inner apostrophes, dots and hyphens ("don't", "v2.3"), and
+colons or commas between digits ("14:02", "1,200")."""
+_DIGITS = re.compile(r"\d+(?:[.:,]\d+)*")
+_VOWEL = re.compile(r"[aeiouy]")
+_SUFFIXES = ("ation", "ment", "ing", "ed", "ly")
+_CHARGRAM = 4
+# Commas and colons split clauses only before a space, so "1,200" and "14:02" stay whole.
+_CLAUSE = re.compile(
+    r"[,;:](?=\s)|[()\[\]—–]|\b(?:and|but|because|although|though|whereas|while|as if)\b", re.I
+)
+_RESTATES = 0.6
+_CLOSE_PRECISION = 0.8
+_CLOSE_RECALL = 0.75
+_NOT_NEGATING = frozenset({("no", "less"), ("no", "more"), ("not", "only")})
+"""Negation words followed by these do not negate ("no less than 13", "not only")."""
+# "I don't know much about X, but ...", "we're not sure when ...": the speaker's state, not X's.
+_FIRST_PERSON = word_set("i i'm i've i'd we we're we've")
+_COGNITION = word_set("know sure think remember recall believe guess idea clue certain")
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceView:
+    """The parts of one sentence the features compare."""
+
+    stems: tuple[str, ...]
+    content: frozenset[str]
+    clauses: tuple[frozenset[str], ...]
+    """Content stems of each clause that has any (split at commas, colons, "and", "but" ...)."""
+    negations: int
+    """Negations of content ("I'm not sure, but ..." and other hedges count none)."""
+    negated: frozenset[str]
+    """Stems of the content words that follow a negation in its clause."""
+    numbers: frozenset[str]
+    chargrams: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TextView:
+    """One analysed text: its sentences, and the sets a claim is matched against."""
+
+    sentences: tuple[SentenceView, ...]
+    content: frozenset[str]
+    bigrams: frozenset[tuple[str, ...]]
+    trigrams: frozenset[tuple[str, ...]]
+    numbers: frozenset[str]
+    entities: frozenset[str]
+    """Stems of capitalised words that are not sentence-initial (names, places)."""
+
+
+def analyse(text: str) -> TextView:
+    """Analyse a text once, so that several claims can be compared with it cheaply."""
+    sentences: list[SentenceView] = []
+    bigrams: set[tuple[str, ...]] = set()
+    trigrams: set[tuple[str, ...]] = set()
+    numbers: set[str] = set()
+    entities: set[str] = set()
+    for sentence in split_sentences(text.replace("’", "'")) or [text]:
+        words: list[str] = []
+        clauses: list[frozenset[str]] = []
+        negations = 0
+        negated: set[str] = set()
+        for part in _CLAUSE.split(sentence):
+            part_words = WORD_PATTERN.findall(part)
+            words.extend(part_words)
+            lowered_part = [w.lower() for w in part_words]
+            content = frozenset(stem(w) for w in lowered_part if is_content(w))
+            if not content:
+                continue
+            clauses.append(content)
+            positions = negation_positions(lowered_part)
+            if positions and not _is_hedge(lowered_part):
+                # A negation governs what follows it: "a season with no trophies" negates
+                # the trophies, not the season.
+                negations += len(positions)
+                negated.update(stem(w) for w in lowered_part[positions[0] :] if is_content(w))
+        lowered = [w.lower() for w in words]
+        stems = tuple(stem(w) for w in lowered)
+        sentence_numbers = {n for w in lowered for n in number_values(w)}
+        numbers.update(sentence_numbers)
+        for i, word in enumerate(words):
+            if i and word[0].isupper() and lowered[i] not in STOPWORDS:
+                entities.add(stems[i])
+        bigrams.update(pairwise(stems))
+        trigrams.update(zip(stems, stems[1:], stems[2:], strict=False))
+        sentences.append(
+            SentenceView(
+                stems=stems,
+                content=frozenset(c for clause in clauses for c in clause),
+                clauses=tuple(clauses),
+                negations=negations,
+                negated=frozenset(negated),
+                numbers=frozenset(sentence_numbers),
+                chargrams=_chargrams(" ".join(lowered)),
+            )
+        )
+    return TextView(
+        sentences=tuple(sentences),
+        content=frozenset(c for s in sentences for c in s.content),
+        bigrams=frozenset(bigrams),
+        trigrams=frozenset(trigrams),
+        numbers=frozenset(numbers),
+        entities=frozenset(entities),
+    )
+
+
+def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
+    """Feature vector of a claim against a source, in :data:`FEATURE_NAMES` order."""
+    precisions: list[float] = []
+    recalls: list[float] = []
+    bigram_scores: list[float] = []
+    trigram_scores: list[float] = []
+    orders: list[float] = []
+    chargram_scores: list[float] = []
+    negation_mismatch = 0.0
+    for sentence in claim.sentences:
+        if not sentence.content:
+            continue
+        best = best_aligned(sentence, source)
+        precisions.append(len(sentence.content & source.content) / len(sentence.content))
+        recalls.append(len(sentence.content & best.content) / max(len(best.content), 1))
+        bigram_scores.append(_ngram_precision(sentence.stems, 2, source.bigrams))
+        trigram_scores.append(_ngram_precision(sentence.stems, 3, source.trigrams))
+        orders.append(_order_agreement(sentence, best))
+        chargram_scores.append(_containment(sentence.chargrams, best.chargrams))
+        aligned = len(sentence.content & best.content) / len(sentence.content)
+        # Polarity only means something when the claim restates the aligned sentence.
+        if aligned >= _RESTATES and polarity_flipped(sentence, best):
+            negation_mismatch = 1.0
+    if not precisions:
+        # Nothing checkable in the claim: no overlap can count in its favour.
+        precisions = recalls = bigram_scores = trigram_scores = chargram_scores = [0.0]
+        orders = [0.5]
+    return (
+        min(precisions),
+        sum(precisions) / len(precisions),
+        sum(recalls) / len(recalls),
+        sum(bigram_scores) / len(bigram_scores),
+        min(trigram_scores),
+        min(orders),
+        min(chargram_scores),
+        math.log1p(len(claim.content & source.content)),
+        math.log1p(len(claim.content - source.content)),
+        float(min(len(claim.numbers - source.numbers), 3)),
+        float(min(len(claim.entities - source.content), 3)),
+        negation_mismatch,
+    )
+
+
+def contradiction(claim: TextView, source: TextView) -> str | None:
+    """What a claim contradicts in the source it restates, if anything.
+
+    Only near-restatements count, since on looser pairs the aligned sentence is often not the
+    one the claim is about: ``"negation"`` when a claim sentence has the content of its aligned
+    source sentence but the opposite polarity, ``"number"`` when it swaps a number of that
+    sentence for one the source never mentions.
+    """
+    for sentence in claim.sentences:
+        core = frozenset(c for c in sentence.content if not number_values(c))
+        if not core:
+            continue
+        best = best_aligned(sentence, source)
+        # Numbers are left out so that a swapped number still counts as a restatement, and only
+        # the source clauses the claim draws on count, so "X and it is stable now" restates X.
+        drawn_on = frozenset(c for clause in best.clauses if clause & core for c in clause)
+        drawn_on = frozenset(c for c in drawn_on if not number_values(c))
+        shared = len(core & best.content)
+        if shared / len(core) < _CLOSE_PRECISION or shared / max(len(drawn_on), 1) < _CLOSE_RECALL:
+            continue
+        if polarity_flipped(sentence, best):
+            return "negation"
+        if sentence.numbers - source.numbers and best.numbers - sentence.numbers:
+            return "number"
+    return None
+
+
+def polarity_flipped(claim: SentenceView, source: SentenceView) -> bool:
+    """Whether exactly one side negates the (non-numeric) content the two sentences share."""
+    shared = frozenset(c for c in claim.content & source.content if not number_values(c))
+    return bool(claim.negated & shared) != bool(source.negated & shared)
+
+
+def best_aligned(sentence: SentenceView, source: TextView) -> SentenceView:
+    """The source sentence sharing the most content words with ``sentence`` (first on ties)."""
+    best = source.sentences[0]
+    best_overlap = -1
+    for candidate in source.sentences:
+        overlap = len(sentence.content & candidate.content)
+        if overlap > best_overlap:
+            best, best_overlap = candidate, overlap
+    return best
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light suffix-stripping stem of a lower-case word ("deploys", "deployed" -> "deploy")."""
+    if word in NUMBER_WORDS:
+        return NUMBER_WORDS[word]
+    if len(word) <= 2 or not word.isalpha():
+        return word
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and _VOWEL.search(word, 0, len(word) - len(suffix)):
+            word = word[: -len(suffix)]
+            # "stopped" -> "stopp" -> "stop", but "rolled" keeps its "ll".
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if word.endswith("e") and len(word) > 2:
+        word = word[:-1]
+    return word
+
+
+def number_values(word: str) -> tuple[str, ...]:
+    """The numbers in a lower-case token: "10-11" -> ("10", "11"), "1,200" -> ("1200",),
+    "26-year-old" -> ("26",), "v2.3" -> ("2.3",), "two" -> ("2",); () for a word without any."""
+    if word in NUMBER_WORDS:
+        return (NUMBER_WORDS[word],)
+    return tuple(n.replace(",", "") for n in _DIGITS.findall(word))
+
+
+def is_content(word: str) -> bool:
+    """Whether a lower-case word carries checkable content (not a function word or filler)."""
+    return (
+        word not in STOPWORDS
+        and word not in CHITCHAT
+        and word not in NEGATIONS
+        and not word.endswith(("n't", "n’t"))
+    )
+
+
+def count_negations(lowered: list[str]) -> int:
+    """Negation words in a list of lower-case words."""
+    return len(negation_positions(lowered))
+
+
+def negation_positions(lowered: list[str]) -> list[int]:
+    """Indexes of the negation words ("not", "never", "didn't" ...) in lower-case words."""
+    positions = []
+    for i, word in enumerate(lowered):
+        following = lowered[i + 1] if i + 1 < len(lowered) else ""
+        # Tokenised datasets write "don ' t", which arrives as "don" then "t".
+        if (
+            (word in NEGATIONS and (word, following) not in _NOT_NEGATING)
+            or word.endswith("n't")
+            or (word == "t" and i and lowered[i - 1].endswith("n"))
+        ):
+            positions.append(i)
+    return positions
+
+
+def _is_hedge(clause: list[str]) -> bool:
+    return bool(_FIRST_PERSON.intersection(clause)) and bool(_COGNITION.intersection(clause))
+
+
+def _chargrams(text: str) -> frozenset[str]:
+    padded = f" {text} "
+    return frozenset(padded[i : i + _CHARGRAM] for i in range(len(padded) - _CHARGRAM + 1))
+
+
+def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
+    return len(part & whole) / len(part) if part else 0.0
+
+
+def _ngram_precision(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, ...]]) -> float:
+    grams = list(zip(*(stems[i:] for i in range(n)), strict=False))
+    if not grams:
+        return 0.0
+    return sum(g in pool for g in grams) / len(grams)
+
+
+def _order_agreement(sentence: SentenceView, aligned: SentenceView) -> float:
+    """Smoothed share of consecutive matched content words that keep their order in the source.
+
+    Smoothing keeps claims with one or two matched words near 0.5 instead of a perfect score, so
+    that short unsupported claims do not look well ordered.
+    """
+    first_seen: dict[str, int] = {}
+    for position, word in enumerate(aligned.stems):
+        first_seen.setdefault(word, position)
+    positions = [first_seen[s] for s in sentence.stems if s in sentence.content and s in first_seen]
+    if not positions:
+        return 0.5
+    kept = sum(b > a for a, b in pairwise(positions))
+    return (kept + 0.5) / len(positions)

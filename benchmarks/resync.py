@@ -1,0 +1,113 @@
+"""Resync throughput on a synthetic vault.
+
+    python benchmarks/resync.py [--notes 10000] [--blocks-per-note 10]
+
+Phases, each in its own process so peak RSS is per phase:
+  scan   cold parse + store sync (+ enqueue), no evaluation
+  full   cold end to end on a fresh copy: parse, sync, extract, evaluate (offline), write back
+  warm   a second resync over the unchanged vault
+Targets (2 cores): scan >= 5,000 blocks/s, full >= 1,000 blocks/s, warm >= 50,000 blocks/s,
+RSS <= 250 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def run_phase(phase: str, vault: Path, state: Path) -> dict[str, float]:
+    from aclarai.daemon.config import load_config
+    from aclarai.daemon.factory import build_queue, build_store, build_vault
+    from aclarai.daemon.resync import resync
+    from aclarai.daemon.scan import Scanner
+
+    config = load_config(env={"ACLARAI_STATE_DIR": str(state)})
+    started = time.perf_counter()
+    if phase == "scan":
+        store = build_store(config, state)
+        queue = build_queue(config, state)
+        report = Scanner(build_vault(config, vault), store, queue).scan(full=True)
+        blocks = report.blocks_seen
+        store.close()
+        queue.close()
+    else:
+        summary = resync(config, vault)
+        blocks = summary.counts.blocks if summary.counts else 0
+        if phase == "warm":
+            assert summary.scan.files_parsed == 0 and summary.drain.files_written == 0, summary
+    elapsed = time.perf_counter() - started
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "blocks": blocks,
+        "seconds": elapsed,
+        "blocks_per_s": blocks / elapsed,
+        "rss_mb": rss_mb,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--blocks-per-note", type=int, default=10)
+    parser.add_argument("--phase", choices=["scan", "full", "warm"])
+    parser.add_argument("--vault", type=Path)
+    parser.add_argument("--state", type=Path)
+    args = parser.parse_args()
+    if args.phase:
+        print(json.dumps(run_phase(args.phase, args.vault, args.state)))
+        return
+
+    from vaultgen import generate_vault
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        t0 = time.perf_counter()
+        total = generate_vault(base / "vault", args.notes, args.blocks_per_note)
+        print(f"generated {args.notes} notes / {total} blocks in {time.perf_counter() - t0:.1f} s")
+        shutil.copytree(base / "vault", base / "vault2")
+        results = {}
+        for phase, vault, state in (
+            ("scan", base / "vault", base / "state-scan"),
+            ("full", base / "vault2", base / "state-full"),
+            ("warm", base / "vault2", base / "state-full"),
+        ):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--phase",
+                    phase,
+                    "--vault",
+                    str(vault),
+                    "--state",
+                    str(state),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
+        targets = {"scan": 5_000, "full": 1_000, "warm": 50_000}
+        print(
+            f"{'phase':<6} {'blocks':>8} {'seconds':>8} {'blocks/s':>10}"
+            f" {'target':>8} {'RSS MB':>7}"
+        )
+        for phase, r in results.items():
+            print(
+                f"{phase:<6} {r['blocks']:>8.0f} {r['seconds']:>8.2f} {r['blocks_per_s']:>10.0f}"
+                f" {targets[phase]:>8} {r['rss_mb']:>7.0f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""The HTTP API of the evaluation service (``aclarai serve``).
+
+Routes, all JSON: ``GET /api/v1/health``, ``POST /api/v1/evaluate`` (verdict on an agent's answer),
+``POST /api/v1/nli`` (the NLI QA pipeline) and ``POST /api/v1/verify`` (``verify_claims``); the
+OpenAPI schema is at ``/openapi.json``. Bad input is always a 4xx naming the field: 400 for a body
+that is not JSON, 413 for a body over ``service.max_body_bytes`` (counted before anything parses
+it), 415 for a body declared as something other than JSON, 422 for missing fields and wrong types,
+401 without the bearer token when one is configured.
+The handlers are plain functions, so FastAPI runs the blocking core in its worker threads.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from contextlib import contextmanager
+from importlib.metadata import version
+from typing import Any
+
+import uvicorn
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+
+from aclarai.daemon.config import Config
+from aclarai.daemon.service import (
+    EvaluateRequest,
+    EvaluateResponse,
+    NLIRequest,
+    NLIResponse,
+    ServiceCore,
+    VerifyRequest,
+    VerifyResponse,
+    build_service_core,
+)
+from aclarai.parsers import ConfigError, TransientError
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
+class ErrorOut(BaseModel):
+    detail: str
+    """What was wrong, naming the field (``interaction.answer: Field required``)."""
+
+
+class HealthOut(BaseModel):
+    status: str
+    version: str
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in (
+        (400, "The body is not valid JSON."),
+        (401, "Missing or wrong bearer token."),
+        (413, "The body exceeds the configured size limit."),
+        (415, "The body is declared as something other than JSON."),
+        (422, "A field is missing or has the wrong type."),
+        (503, "The evaluator is unavailable right now; retry later."),
+    )
+}
+
+
+def create_app(config: Config, core: ServiceCore) -> FastAPI:
+    """The FastAPI application over ``core``.
+
+    Args:
+        config: its ``service`` section gives the body limit and the token's variable name.
+        core: the evaluation objects; the caller closes it.
+
+    Raises:
+        ConfigError: ``service.token_env`` names a variable that is not set.
+    """
+    token = _token(config)
+    app = FastAPI(
+        title="aclarai evaluation service",
+        version=version("aclarai"),
+        description="Verdicts on AI agents' answers, NLI QA checks and claim verification.",
+    )
+    app.add_middleware(JsonBodyGuard, max_bytes=config.service.max_body_bytes)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(TransientError, _unavailable)
+    guard = [Depends(_bearer_guard(token))] if token else []
+
+    @app.get("/api/v1/health", response_model=HealthOut)
+    def health() -> HealthOut:
+        return HealthOut(status="ok", version=version("aclarai"))
+
+    @app.post(
+        "/api/v1/evaluate", response_model=EvaluateResponse, responses=_ERRORS, dependencies=guard
+    )
+    def evaluate(request: EvaluateRequest) -> EvaluateResponse:
+        return core.evaluate(request)
+
+    @app.post("/api/v1/nli", response_model=NLIResponse, responses=_ERRORS, dependencies=guard)
+    def nli(request: NLIRequest) -> NLIResponse:
+        return core.check_qa(request)
+
+    @app.post(
+        "/api/v1/verify", response_model=VerifyResponse, responses=_ERRORS, dependencies=guard
+    )
+    def verify(request: VerifyRequest) -> VerifyResponse:
+        return core.verify(request)
+
+    return app
+
+
+def build_server(app: FastAPI, host: str, port: int) -> uvicorn.Server:
+    """A uvicorn server for ``app`` that leaves logging to the caller (the CLI)."""
+    return uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    )
+
+
+def serve(
+    config: Config,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    core: ServiceCore | None = None,
+) -> None:
+    """Serve the API until SIGTERM or SIGINT.
+
+    Args:
+        config: the configuration; ``service.host`` and ``service.port`` unless overridden.
+        host: the address to bind (default ``service.host``, 127.0.0.1).
+        port: the port (default ``service.port``, 18081).
+        core: the evaluation objects; built from ``config`` when ``None``.
+    """
+    own = core is None
+    core = core or build_service_core(config)
+    try:
+        app = create_app(config, core)
+        bind_host = host or config.service.host
+        bind_port = config.service.port if port is None else port
+        logger.info("serving the evaluation API on http://%s:%d", bind_host, bind_port)
+        with _absorb_sigterm():
+            build_server(app, bind_host, bind_port).run()
+    finally:
+        if own:
+            core.close()
+
+
+@contextmanager
+def _absorb_sigterm() -> Iterator[None]:
+    """Let ``serve`` return after a SIGTERM shutdown instead of dying of the signal.
+
+    uvicorn shuts down gracefully on SIGTERM, then raises the signal again once its own handler
+    is gone; a handler of ours receives it, so the core is closed and the CLI exits with 0.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class JsonBodyGuard:
+    """ASGI middleware: check a request body's size and type before the app reads it.
+
+    A body over ``max_bytes`` is refused with 413: the declared ``Content-Length`` is checked
+    first, and a chunked body is counted as it arrives. A body declared as anything but JSON is
+    refused with 415; one with no ``Content-Type`` is read as JSON. The accepted body is then
+    replayed to the app.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                await _send_error(send, 400, "content-length: not a number")
+                return
+            if int(declared) > self.max_bytes:
+                await _send_error(send, 413, self._too_large(int(declared)))
+                return
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if not kind:
+                scope = {**scope, "headers": [*scope["headers"], _JSON_TYPE]}
+            elif kind != b"application/json" and not kind.endswith(b"+json"):
+                detail = f"content-type: expected application/json, got {kind.decode('latin-1')}"
+                await _send_error(send, 415, detail)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _send_error(send, 413, self._too_large(size))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self, size: int) -> str:
+        return f"body: {size} bytes or more, over the limit of {self.max_bytes} bytes"
+
+
+async def _send_error(send: Send, status: int, detail: str) -> None:
+    response = JSONResponse({"detail": detail}, status_code=status)
+    body = response.body
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _token(config: Config) -> str | None:
+    name = config.service.token_env
+    if not name:
+        return None
+    token = config.secret(name)
+    if not token:
+        raise ConfigError(
+            f"service.token_env names {name}, but that variable is not set",
+            key="service.token_env",
+        )
+    return token
+
+
+def _bearer_guard(token: str) -> Callable[..., None]:
+    scheme = HTTPBearer(auto_error=False, description="The token named by service.token_env.")
+
+    def guard(credentials: HTTPAuthorizationCredentials | None = Depends(scheme)) -> None:  # noqa: B008
+        given = credentials.credentials if credentials else ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise HTTPException(
+                status_code=401,
+                detail="authorization: missing or wrong bearer token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    return guard
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        first = next(e for e in errors if e.get("type") == "json_invalid")
+        where = first.get("ctx", {}).get("error", "malformed")
+        return JSONResponse({"detail": f"body: invalid JSON ({where})"}, status_code=400)
+    parts = []
+    for error in errors[:5]:
+        loc = [str(p) for p in error.get("loc", ())]
+        if loc and loc[0] == "body":
+            loc = loc[1:]
+        parts.append(f"{'.'.join(loc) or 'body'}: {error.get('msg', 'invalid')}")
+    return JSONResponse({"detail": "; ".join(parts)}, status_code=422)
+
+
+async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    logger.warning("evaluation unavailable for %s: %s", request.url.path, exc)
+    retry_after = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(int(retry_after))} if retry_after else None
+    return JSONResponse({"detail": f"evaluator unavailable: {exc}"}, 503, headers=headers)

@@ -1,0 +1,189 @@
+"""How other ``aclarai`` commands talk to a running daemon: rows in the queue's ``meta`` table.
+
+- **Pause switch**: ``meta.paused = "1"`` (``aclarai pause``) or a ``PAUSED`` file in the state
+  dir stops write-backs and evaluation; watching and queueing go on.
+- **Heartbeat**: the daemon stamps ``meta.heartbeat`` (pid, time, state) every few seconds, so
+  ``aclarai status`` can tell a live daemon from a hung one.
+- **Resync hand-off**: ``aclarai resync`` while a daemon holds the vault lock does not wait for the
+  lock (the daemon never lets it go); it records ``resync_request:<id>`` and waits for the daemon
+  to answer ``resync_answer:<id>`` with its summary. The daemon runs the request through the same
+  reconcile as its periodic one, under the same lock, so the two never write a note at once. If
+  the daemon stops before answering, the request is withdrawn and the command runs the resync
+  itself once it holds the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from aclarai.daemon.config import Config
+from aclarai.daemon.factory import build_queue
+from aclarai.daemon.lock import LOCK_NAME, LockBusy, is_held, read_holder
+from aclarai.daemon.queue import DurableQueue
+
+log = logging.getLogger(__name__)
+
+PAUSED_KEY = "paused"
+PAUSED_MARKER = "PAUSED"
+HEARTBEAT_KEY = "heartbeat"
+REQUEST_PREFIX = "resync_request:"
+ANSWER_PREFIX = "resync_answer:"
+DAEMON_ROLE = "daemon"
+
+
+def set_paused(config: Config, vault_root: Path, paused: bool) -> None:
+    """Pause or resume the vault's daemon (it notices within a second); resuming also removes
+    a ``PAUSED`` marker file."""
+    state_dir = config.state_dir_for(vault_root)
+    queue = build_queue(config, state_dir)
+    try:
+        queue.set_meta(PAUSED_KEY, "1" if paused else "0")
+    finally:
+        queue.close()
+    if not paused:
+        (state_dir / PAUSED_MARKER).unlink(missing_ok=True)
+
+
+class PauseSwitch:
+    """Reads the pause switch at most every ``ttl_s`` (the consumer asks before each batch)."""
+
+    def __init__(self, queue: DurableQueue, state_dir: Path, *, ttl_s: float = 0.5) -> None:
+        self.queue = queue
+        self.marker = state_dir / PAUSED_MARKER
+        self.ttl_s = ttl_s
+        self._value = False
+        self._read_at = float("-inf")
+
+    def is_paused(self) -> bool:
+        now = time.monotonic()
+        if now - self._read_at >= self.ttl_s:
+            self._read_at = now
+            self._value = self.queue.get_meta(PAUSED_KEY) == "1" or self.marker.exists()
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    pid: int
+    at: float
+    """Unix time of the stamp."""
+    state: str
+    """``starting``, ``running``, ``paused``, ``stopping`` or ``stopped``."""
+    started_at: float
+
+    @property
+    def age_s(self) -> float:
+        return max(0.0, time.time() - self.at)
+
+
+def stamp_heartbeat(queue: DurableQueue, state: str, started_at: float) -> None:
+    beat = Heartbeat(os.getpid(), time.time(), state, started_at)
+    queue.set_meta(HEARTBEAT_KEY, json.dumps(asdict(beat)))
+
+
+def read_heartbeat(queue: DurableQueue) -> Heartbeat | None:
+    raw = queue.get_meta(HEARTBEAT_KEY)
+    if raw is None:
+        return None
+    try:
+        return Heartbeat(**json.loads(raw))
+    except (ValueError, TypeError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncRequest:
+    id: str
+    dry_run: bool = False
+    reevaluate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncAnswer:
+    id: str
+    ok: bool
+    text: str
+
+
+def daemon_running(state_dir: Path) -> bool:
+    """Whether a live daemon (not a one-shot resync) holds the vault lock."""
+    return is_held(state_dir) and read_holder(state_dir / LOCK_NAME).endswith(f" {DAEMON_ROLE}")
+
+
+def pending_requests(queue: DurableQueue) -> list[ResyncRequest]:
+    requests = []
+    for key, raw in queue.meta_items(REQUEST_PREFIX).items():
+        try:
+            requests.append(ResyncRequest(**json.loads(raw)))
+        except (ValueError, TypeError):
+            log.warning("dropping unreadable resync request %s", key)
+            queue.delete_meta(key)
+    return requests
+
+
+def answer_request(queue: DurableQueue, answer: ResyncAnswer) -> None:
+    queue.set_meta(ANSWER_PREFIX + answer.id, json.dumps(asdict(answer)))
+    queue.delete_meta(REQUEST_PREFIX + answer.id)
+
+
+def hand_resync_to_daemon(
+    config: Config,
+    vault_root: Path,
+    *,
+    dry_run: bool = False,
+    reevaluate: bool = False,
+    timeout_s: float | None = None,
+    poll_s: float = 0.1,
+) -> ResyncAnswer | None:
+    """Ask the running daemon to resync and wait for its answer.
+
+    Returns:
+        The daemon's answer, or ``None`` when no daemon runs (or it stopped before answering):
+        then the caller runs the resync itself.
+
+    Raises:
+        LockBusy: the daemon did not answer within ``timeout_s``.
+    """
+    state_dir = config.state_dir_for(vault_root)
+    if not daemon_running(state_dir):
+        return None
+    queue = build_queue(config, state_dir)
+    try:
+        request = ResyncRequest(uuid.uuid4().hex, dry_run, reevaluate)
+        queue.set_meta(REQUEST_PREFIX + request.id, json.dumps(asdict(request)))
+        log.info("the daemon holds %s; handing the resync to it", vault_root)
+        return _wait_for_answer(
+            queue, request.id, lambda: daemon_running(state_dir), timeout_s, poll_s
+        )
+    finally:
+        queue.close()
+
+
+def _wait_for_answer(
+    queue: DurableQueue,
+    request_id: str,
+    alive: Callable[[], bool],
+    timeout_s: float | None,
+    poll_s: float,
+) -> ResyncAnswer | None:
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        raw = queue.get_meta(ANSWER_PREFIX + request_id)
+        if raw is not None:
+            queue.delete_meta(ANSWER_PREFIX + request_id)
+            return ResyncAnswer(**json.loads(raw))
+        if not alive():
+            queue.delete_meta(REQUEST_PREFIX + request_id)
+            log.info("the daemon stopped before answering; running the resync here")
+            return None
+        if deadline is not None and time.monotonic() >= deadline:
+            queue.delete_meta(REQUEST_PREFIX + request_id)
+            raise LockBusy(f"the daemon did not finish the resync within {timeout_s:g} s")
+        time.sleep(poll_s)

@@ -1,0 +1,435 @@
+"""``aclarai watch``: the long-running service that keeps a vault and its graph in step.
+
+One process per vault (the vault lock in the state dir). On start it puts entries a crash left in
+flight back in the queue, removes stale temp files and starts watching; then a full reconcile
+(the same code as ``aclarai resync``) picks up every edit made while it was down. From then on:
+
+- the main thread turns settled notes from the watcher into store syncs and queue entries
+  (enqueued before the store learns the new hashes) and wakes the consumer;
+- one consumer thread drains the queue with a bounded pool of ``processing.workers``;
+- apscheduler runs the reconcile on ``watch.reconcile_cron`` and on ``aclarai resync`` requests
+  handed over by :mod:`aclarai.daemon.control`, one at a time (``max_instances=1`` and a lock
+  shared by both paths), while the consumer loop waits for it to finish draining;
+- blocks that leave their note are marked deleted only after ``watch.delete_grace_s``, unless a
+  note synced meanwhile holds them (a move: identity, claims and scores kept).
+
+SIGTERM or SIGINT stops taking work and lets in-flight notes finish; what is left stays in the
+durable queue. The process exits 0 within 10 s; a second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+
+from aclarai.agents import Evaluator
+from aclarai.daemon.config import Config
+from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.control import (
+    DAEMON_ROLE,
+    PauseSwitch,
+    ResyncAnswer,
+    ResyncRequest,
+    answer_request,
+    pending_requests,
+    stamp_heartbeat,
+)
+from aclarai.daemon.deletions import PendingDeletes
+from aclarai.daemon.factory import (
+    build_agents,
+    build_queue,
+    build_store,
+    build_vault,
+)
+from aclarai.daemon.lock import VaultLock
+from aclarai.daemon.resync import ResyncSummary, consumer_settings, format_summary, reconcile
+from aclarai.daemon.scan import Scanner, ScanReport
+from aclarai.daemon.systemd import Notifier
+from aclarai.daemon.watcher import Changes, OwnWrites, WatchOptions, watch_vault
+from aclarai.daemon.writer import remove_stale_temp_files
+from aclarai.parsers import AclaraiError, ConfigError
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_DEADLINE_S = 9.0
+"""After the first signal the process is gone by then, finished or not (the queue keeps work)."""
+HEARTBEAT_EVERY_S = 5.0
+REQUESTS_EVERY_S = 0.3
+SYNC_RETRY_S = 2.0
+CONSUMER_IDLE_S = 1.0
+
+
+class _LockedScanner(Scanner):
+    """A scanner whose scans never overlap: the watcher's partial syncs and full reconciles."""
+
+    def __init__(self, *args: Any, lock: threading.RLock) -> None:
+        super().__init__(*args)
+        self._lock = lock
+
+    def scan(self, *args: Any, **kwargs: Any) -> ScanReport:
+        with self._lock:
+            return super().scan(*args, **kwargs)
+
+
+def run_daemon(
+    config: Config, vault_root: Path, *, stop_event: threading.Event | None = None
+) -> int:
+    """Watch ``vault_root`` until ``stop_event`` is set or a signal arrives; return 0.
+
+    Raises:
+        AclaraiError: the vault does not exist, or the config is unusable.
+        LockBusy: another aclarai process holds this vault.
+    """
+    if not vault_root.is_dir():
+        raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")
+    try:
+        trigger = CronTrigger.from_crontab(config.watch.reconcile_cron)
+    except ValueError as exc:
+        raise ConfigError(
+            f"watch.reconcile_cron {config.watch.reconcile_cron!r}: {exc}",
+            key="watch.reconcile_cron",
+        ) from exc
+    state_dir = config.state_dir_for(vault_root)
+    lock = VaultLock(state_dir, DAEMON_ROLE)
+    lock.acquire(timeout_s=0.0)
+    daemon: _Daemon | None = None
+    try:
+        daemon = _Daemon(config, vault_root, state_dir, stop_event or threading.Event())
+        return daemon.run(trigger)
+    finally:
+        # Work still running at exit keeps the lock (and its files open) until the process
+        # ends, so no other aclarai writes beside it.
+        if daemon is None or not daemon.busy:
+            if daemon is not None:
+                daemon.close()
+            lock.release()
+
+
+class _Daemon:
+    def __init__(
+        self, config: Config, vault_root: Path, state_dir: Path, stop: threading.Event
+    ) -> None:
+        self.config = config
+        self.state_dir = state_dir
+        self.stop = stop
+        self.vault = build_vault(config, vault_root)
+        self.queue = build_queue(config, state_dir)
+        self.store = build_store(config, state_dir)
+        self.agents = build_agents(config, state_dir, self.store)
+        self.own_writes = OwnWrites()
+        self.pause = PauseSwitch(self.queue, state_dir)
+        self.sync_lock = threading.RLock()
+        self.drain_lock = threading.Lock()
+        self.reconcile_lock = threading.Lock()
+        self.wake = threading.Event()
+        self.scanner = _LockedScanner(self.vault, self.store, self.queue, lock=self.sync_lock)
+        self.consumer = self._consumer(self.agents.evaluator, reevaluate=False)
+        self.deletes = PendingDeletes(self.vault, self.store, config.watch.delete_grace_s)
+        self.notifier = Notifier(*config.systemd_notify())
+        self.started_at = time.time()
+        self._touched: set[str] = set()
+        self._gone: set[str] = set()
+        self._retry_at = 0.0
+        self._next_beat = 0.0
+        self._next_requests = 0.0
+        self._was_paused = False
+        self._handled: set[str] = set()
+        self.busy = False
+
+    def _consumer(self, evaluator: Evaluator, *, reevaluate: bool) -> DirtyBlockConsumer:
+        return DirtyBlockConsumer(
+            self.vault,
+            self.store,
+            self.queue,
+            self.agents.extractor,
+            evaluator,
+            consumer_settings(self.config, reevaluate=reevaluate),
+            index=self.agents.index,
+            on_write=self.own_writes.remember,
+            # Stopping counts as paused so a reconcile's drain also ends after its batch.
+            paused=lambda: self.stop.is_set() or self.pause.is_paused(),
+        )
+
+    def run(self, trigger: CronTrigger) -> int:
+        recovered = self.queue.recover_inflight()
+        if recovered:
+            log.info("%d queue entries a crash left in flight are pending again", recovered)
+        remove_stale_temp_files(self.vault.root)
+        self._stamp("starting")
+        previous = self._install_signal_handlers()
+        scheduler = BackgroundScheduler(
+            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        )
+        consumer = threading.Thread(target=self._consume, name="aclarai-consumer", daemon=True)
+        w = self.config.watch
+        options = WatchOptions(w.quiet_period_s, w.max_wait_s, w.polling, w.polling_interval_s)
+        try:
+            consumer.start()
+            changes_iter = watch_vault(
+                self.vault,
+                options,
+                stop_event=self.stop,
+                own_writes=self.own_writes,
+                known_notes=self._known_notes,
+            )
+            for n, changes in enumerate(changes_iter):
+                if n == 0:
+                    # The observer is up: an edit made during the first reconcile is not lost.
+                    scheduler.add_job(self._scheduled, args=("start-up",), id="start-up")
+                    scheduler.add_job(self._scheduled, trigger, args=("periodic",), id="cron")
+                    scheduler.start()
+                    self.notifier.ready(f"watching {self.vault.root}")
+                self._step(changes, scheduler)
+        finally:
+            self._shutdown(scheduler, consumer, previous)
+        return 0
+
+    def _step(self, changes: Changes, scheduler: BackgroundScheduler) -> None:
+        try:
+            self._apply(changes)
+            self._housekeeping(scheduler)
+        except Exception:
+            # The watch loop is the service: log whatever went wrong and keep serving.
+            log.exception("unexpected error in the watch loop; going on")
+
+    def _apply(self, changes: Changes) -> None:
+        for rel in changes.touched:
+            self._gone.discard(rel)
+            self._touched.add(rel)
+        for rel in changes.gone:
+            self._touched.discard(rel)
+            self._gone.add(rel)
+        now = time.monotonic()
+        if not (self._touched or self._gone or len(self.deletes)) or now < self._retry_at:
+            return
+        # A full reconcile may hold the scan lock for a while; keep the changes for later.
+        if not self.sync_lock.acquire(timeout=0.2):
+            return
+        try:
+            self._sync_changes(now)
+        except (AclaraiError, OSError) as exc:
+            log.warning("could not sync changed notes (%s); retrying in %.0f s", exc, SYNC_RETRY_S)
+            self._retry_at = now + SYNC_RETRY_S
+        finally:
+            self.sync_lock.release()
+
+    def _sync_changes(self, now: float) -> None:
+        gone = sorted(self._gone)
+        notes = []
+        for rel in sorted(self._touched):
+            note = self.vault.note(rel)
+            if note is None:
+                gone.append(rel)
+            else:
+                notes.append(note)
+        lost: dict[str, str] = {}
+        if notes:
+            report = self.scanner.scan(notes, full=False, force_read=True)
+            for rel in sorted(report.dirty_files):
+                log.info("%s changed: its dirty blocks are queued", rel)
+            if report.vanished:
+                stored = self.store.get_blocks(report.vanished)
+                lost.update({bid: block.file for bid, block in stored.items()})
+            if report.dirty_blocks:
+                self.wake.set()
+        if gone:
+            ids = self.store.forget_files(gone)
+            stored = self.store.get_blocks(ids)
+            lost.update({bid: block.file for bid, block in stored.items()})
+            for rel in gone:
+                count = sum(1 for f in lost.values() if f == rel)
+                log.log(
+                    logging.INFO if count else logging.DEBUG,
+                    "%s is gone; %d block(s) will be marked deleted in %.0f s unless they turn up "
+                    "in another note",
+                    rel,
+                    count,
+                    self.deletes.grace_s,
+                )
+        self._touched.clear()
+        self._gone.clear()
+        self.deletes.add(lost, now)
+        self.deletes.finalize(now)
+
+    def _known_notes(self, prefix: str) -> list[str]:
+        return [path for path in self.store.file_states() if path.startswith(prefix)]
+
+    def _housekeeping(self, scheduler: BackgroundScheduler) -> None:
+        self.notifier.ping()
+        now = time.monotonic()
+        paused = self.pause.is_paused()
+        if paused != self._was_paused:
+            self._was_paused = paused
+            log.info(
+                "%s",
+                "paused: no evaluation or write-back until `aclarai resume`"
+                if paused
+                else "resumed",
+            )
+            self.notifier.status("paused" if paused else f"watching {self.vault.root}")
+            self._next_beat = 0.0
+            self.wake.set()
+        if now >= self._next_beat:
+            self._next_beat = now + HEARTBEAT_EVERY_S
+            self._stamp("paused" if paused else "running")
+        if now >= self._next_requests:
+            self._next_requests = now + REQUESTS_EVERY_S
+            for request in pending_requests(self.queue):
+                if request.id not in self._handled:
+                    self._handled.add(request.id)
+                    log.info("resync request %s received", request.id)
+                    scheduler.add_job(self._handoff, args=(request,), id=f"resync-{request.id}")
+
+    def _consume(self) -> None:
+        while not self.stop.is_set():
+            due: float | None
+            try:
+                # A reconcile holds the drain lock while it drains; wait for it in short steps
+                # so a stop request is never stuck behind it.
+                if not self.pause.is_paused() and self.drain_lock.acquire(timeout=0.5):
+                    try:
+                        self.consumer.drain(stop=self.stop)
+                    finally:
+                        self.drain_lock.release()
+                due = self.queue.next_due_in_s()
+            except Exception:
+                log.exception("consumer error; retrying in %.0f s", CONSUMER_IDLE_S)
+                due = CONSUMER_IDLE_S
+            timeout = CONSUMER_IDLE_S if due is None else min(max(due, 0.05), CONSUMER_IDLE_S)
+            self.wake.wait(timeout)
+            self.wake.clear()
+
+    def _scheduled(self, reason: str) -> None:
+        try:
+            self._reconcile(reason)
+        except Exception:
+            log.exception("reconcile (%s) failed; the next one will retry", reason)
+
+    def _reconcile(
+        self, reason: str, consumer: DirtyBlockConsumer | None = None, *, reevaluate: bool = False
+    ) -> ResyncSummary:
+        with self.reconcile_lock, self.drain_lock:
+            started = time.monotonic()
+            log.info("reconcile (%s) started", reason)
+            report, stats = reconcile(
+                self.scanner,
+                consumer or self.consumer,
+                self.queue,
+                self.store,
+                reevaluate=reevaluate,
+            )
+            elapsed = time.monotonic() - started
+            self.queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            log.info(
+                "reconcile (%s) done in %.2f s: %d notes seen, %d dirty blocks, %d claims "
+                "evaluated, %d notes rewritten",
+                reason,
+                elapsed,
+                report.files_seen,
+                report.dirty_blocks,
+                stats.claims_evaluated,
+                stats.files_written,
+            )
+            return ResyncSummary(
+                self.vault.root, self.state_dir, report, stats, self.store.counts(), elapsed
+            )
+
+    def _handoff(self, request: ResyncRequest) -> None:
+        try:
+            summary = self._serve(request)
+        except Exception as exc:
+            log.exception("resync request %s failed", request.id)
+            answer = ResyncAnswer(request.id, False, f"the daemon could not resync: {exc}")
+        else:
+            if self.stop.is_set():
+                # Cut short by shutdown: the client sees the daemon gone and resyncs itself.
+                return
+            text = format_summary(summary) + f"\n(run by the aclarai daemon, pid {os.getpid()})"
+            answer = ResyncAnswer(request.id, summary.ok, text)
+        answer_request(self.queue, answer)
+        log.info("resync request %s answered", request.id)
+
+    def _serve(self, request: ResyncRequest) -> ResyncSummary:
+        if request.dry_run:
+            started = time.monotonic()
+            report = Scanner(self.vault, self.store, None).scan(full=True, dry_run=True)
+            return ResyncSummary(
+                self.vault.root,
+                self.state_dir,
+                report,
+                DrainStats(),
+                self.store.counts(),
+                time.monotonic() - started,
+                dry_run=True,
+            )
+        if not request.reevaluate:
+            return self._reconcile("resync request")
+        fresh = build_agents(self.config, self.state_dir, reevaluate=True)
+        try:
+            consumer = self._consumer(fresh.evaluator, reevaluate=True)
+            return self._reconcile("resync --reevaluate", consumer, reevaluate=True)
+        finally:
+            fresh.close()
+
+    def _stamp(self, state: str) -> None:
+        try:
+            stamp_heartbeat(self.queue, state, self.started_at)
+        except AclaraiError as exc:
+            log.warning("could not stamp the heartbeat: %s", exc)
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.stop.is_set():
+            log.warning("second %s: exiting now; the queue keeps the work", name)
+            os._exit(128 + signum)
+        # Set before logging: a second signal may interrupt this handler inside the log call.
+        self.stop.set()
+        self.wake.set()
+        log.info("%s: stopping, finishing the work in flight", name)
+        timer = threading.Timer(SHUTDOWN_DEADLINE_S, _force_exit)
+        timer.daemon = True
+        timer.start()
+
+    def _shutdown(
+        self, scheduler: BackgroundScheduler, consumer: threading.Thread, previous: dict[int, Any]
+    ) -> None:
+        self.stop.set()
+        self.wake.set()
+        self.notifier.stopping()
+        if scheduler.running:
+            scheduler.shutdown(wait=False)
+        consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
+        self.busy = consumer.is_alive() or self.reconcile_lock.locked()
+        if self.busy:
+            log.warning("work still in flight at exit; the queue keeps it for the next start")
+        self._stamp("stopped")
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        log.info("stopped")
+
+    def close(self) -> None:
+        self.agents.close()
+        self.store.close()
+        self.queue.close()
+
+
+def _force_exit() -> None:
+    log.warning(
+        "shutdown took over %.0f s; exiting now, the queue keeps the work", SHUTDOWN_DEADLINE_S
+    )
+    logging.shutdown()
+    os._exit(0)

@@ -1,0 +1,311 @@
+"""The evaluation service's core, shared by the HTTP API and the Redis Stream consumer.
+
+The wire shapes live here, as pydantic models, because outside input is validated in one place:
+``POST /api/v1/evaluate`` and a stream entry's ``payload`` field go through the same
+:class:`EvaluateRequest` and come back as the same :class:`EvaluateResponse`, so both routes give
+the same answer for the same payload. :class:`ServiceCore` holds the blocking evaluation objects;
+the HTTP handlers and the consumer call it from worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aclarai.agents import (
+    AnswerEvalSettings,
+    AnswerEvaluator,
+    EndpointSettings,
+    Evaluator,
+    EvaluatorVerifier,
+    Interaction,
+    Judge,
+    LLMClient,
+    LLMPronounResolver,
+    LLMVerifier,
+    NLIQAPipeline,
+    PairScore,
+    PromptLibrary,
+    QAItem,
+    RuleBasedPronounResolver,
+    Verifier,
+    llm_judges,
+    offline_judges,
+    verify_claims,
+)
+from aclarai.daemon.config import Config, ServiceSettings
+
+logger = logging.getLogger(__name__)
+
+NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
+class _Wire(BaseModel):
+    # Unknown fields are ignored: existing clients may send more than this service reads.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class AgentInfo(_Wire):
+    name: str
+    type: str
+    version: str
+
+
+class InteractionIn(_Wire):
+    user_query: str
+    context: str
+    answer: str
+
+
+class EvaluateRequest(_Wire):
+    """``POST /api/v1/evaluate``, and the ``payload`` of an ``eval-events`` stream entry."""
+
+    event_id: NonBlank
+    event_type: str
+    agent: AgentInfo
+    interaction: InteractionIn
+
+
+class StageOut(_Wire):
+    name: str
+    score: float | None
+    """``null`` when the stage failed; its ``reason`` then holds the error."""
+    reason: str
+    duration_ns: int
+
+
+class EvaluateResponse(_Wire):
+    id: str
+    """The request's ``event_id``."""
+    stages: list[StageOut]
+    confidence: float | None
+    """``null`` when every judge failed (verdict ``review``)."""
+    verdict: Literal["pass", "review", "fail"]
+    reason: str
+    """Why this verdict: the confidence, an early exit, or the judges' failures."""
+
+
+class NLIRequest(_Wire):
+    """``POST /api/v1/nli``: one question-answering example."""
+
+    context: str
+    question: str
+    ground_truth: str
+    answer: str
+
+
+class PairOut(_Wire):
+    score: float | None
+    """Mean entailment; ``null`` when nothing could be scored (``status`` says why)."""
+    status: str
+    statements: int
+
+
+class NLIResponse(_Wire):
+    answer_by_context: PairOut
+    answer_by_truth: PairOut
+    """The answer judged against the end of the question plus the ground truth."""
+    truth_by_answer: PairOut
+    """The ground truth judged against the end of the question plus the answer."""
+    answer_refusal: bool
+    truth_refusal: bool
+
+
+class ClaimIn(_Wire):
+    text: NonBlank
+
+
+class DocumentIn(_Wire):
+    content: str
+
+
+class EvidenceIn(_Wire):
+    claim: ClaimIn
+    documents: list[DocumentIn]
+
+
+class VerifyRequest(_Wire):
+    """``POST /api/v1/verify``: claims with their evidence documents."""
+
+    evidence: list[EvidenceIn]
+
+
+class VerdictOut(_Wire):
+    claim: str
+    label: Literal["supported", "weakly_supported", "unsupported"]
+    justification: str
+    status: str
+    """``ok``, or which fallback produced the label (``no_evidence``, ``parse_failed``, …)."""
+
+
+class VerifyResponse(_Wire):
+    verdicts: list[VerdictOut]
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+class PayloadError(ValueError):
+    """A payload that is not a valid evaluation request; the message names the field."""
+
+
+def describe_validation_error(exc: ValidationError, *, prefix: Sequence[str | int] = ()) -> str:
+    """One line naming each bad field: ``interaction.answer: Field required``."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in (*prefix, *error["loc"])) or "(root)"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def parse_evaluate_payload(raw: bytes | str) -> EvaluateRequest:
+    """Read a stream entry's payload.
+
+    Raises:
+        PayloadError: not UTF-8, not JSON, or not the shape of :class:`EvaluateRequest`.
+    """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"payload: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"payload: invalid JSON ({exc.msg} at position {exc.pos})") from exc
+    try:
+        return EvaluateRequest.model_validate(data)
+    except ValidationError as exc:
+        raise PayloadError(describe_validation_error(exc)) from exc
+
+
+@dataclass
+class ServiceCore:
+    """The blocking evaluation objects behind every route."""
+
+    answers: AnswerEvaluator
+    nli: NLIQAPipeline
+    verifier: Verifier
+    evaluator: Evaluator
+    owned: tuple[_Closeable, ...] = ()
+    """Other things to close with the core (the LLM client)."""
+
+    def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
+        """Verdict on one agent answer."""
+        i = request.interaction
+        result = self.answers.evaluate(Interaction(i.user_query, i.context, i.answer))
+        return EvaluateResponse(
+            id=request.event_id,
+            stages=[
+                StageOut(name=s.name, score=s.score, reason=s.reason, duration_ns=s.duration_ns)
+                for s in result.stages
+            ],
+            confidence=result.confidence,
+            verdict=result.verdict,
+            reason=result.reason,
+        )
+
+    def check_qa(self, request: NLIRequest) -> NLIResponse:
+        """The NLI QA pipeline on one example."""
+        result = self.nli.run(
+            QAItem(request.context, request.question, request.ground_truth, request.answer)
+        )
+        return NLIResponse(
+            answer_by_context=_pair(result.answer_by_context),
+            answer_by_truth=_pair(result.answer_by_truth),
+            truth_by_answer=_pair(result.truth_by_answer),
+            answer_refusal=result.answer_refusal,
+            truth_refusal=result.truth_refusal,
+        )
+
+    def verify(self, request: VerifyRequest) -> VerifyResponse:
+        """``verify_claims`` on the request's evidence."""
+        state: dict[str, Any] = {"evidence": [e.model_dump() for e in request.evidence]}
+        verify_claims(state, verifier=self.verifier)
+        return VerifyResponse.model_validate({"verdicts": state["verdicts"]})
+
+    def close(self) -> None:
+        """Stop the worker pools and release the evaluator."""
+        self.answers.close()
+        self.evaluator.close()
+        for thing in self.owned:
+            thing.close()
+
+
+def answer_settings(service: ServiceSettings) -> AnswerEvalSettings:
+    """The answer evaluator's settings from the ``service`` configuration section."""
+    return AnswerEvalSettings(
+        early_exit_threshold=service.early_exit_threshold,
+        min_words=service.min_words,
+        judge_timeout_s=service.judge_timeout_s,
+        pre_check_weight=service.weights.pre_checks,
+        judge_weight=service.weights.judges,
+        pass_above=service.thresholds.pass_above,
+        review_above=service.thresholds.review_above,
+    )
+
+
+def assemble_core(
+    service: ServiceSettings,
+    evaluator: Evaluator,
+    *,
+    judges: Sequence[Judge] | None = None,
+    nli: NLIQAPipeline | None = None,
+    verifier: Verifier | None = None,
+) -> ServiceCore:
+    """A core from ready-made parts; what is not given is the offline default on ``evaluator``.
+
+    Args:
+        service: thresholds, weights and timeouts.
+        evaluator: the entailment scorer (offline or LLM-backed).
+        judges: the answer judges; the offline ones on ``evaluator`` by default.
+        nli: the NLI QA pipeline; ``evaluator`` with rule-based pronouns by default.
+        verifier: the claim verifier; verdicts from ``evaluator`` by default.
+    """
+    return ServiceCore(
+        answers=AnswerEvaluator(
+            offline_judges(evaluator) if judges is None else judges, answer_settings(service)
+        ),
+        nli=nli or NLIQAPipeline(evaluator, RuleBasedPronounResolver()),
+        verifier=verifier or EvaluatorVerifier(evaluator),
+        evaluator=evaluator,
+    )
+
+
+def build_service_core(config: Config) -> ServiceCore:
+    """The core the configuration asks for: offline, or LLM-backed when ``model.backend=llm``.
+
+    The evaluator shares the configured vault's state folder (and so its evaluation cache).
+    """
+    from aclarai.daemon.factory import build_evaluator
+
+    state_dir = config.state_dir_for(Path(config.vault.path or "."))
+    evaluator = build_evaluator(config, state_dir)
+    if config.model.backend != "llm":
+        return assemble_core(config.service, evaluator)
+    llm = config.model.llm
+    client = LLMClient(
+        EndpointSettings.from_settings(llm, max_attempts=config.processing.retries.max_attempts),
+        api_key=config.secret(llm.api_key_env),
+    )
+    prompts = PromptLibrary(Path(config.model.prompts_dir) if config.model.prompts_dir else None)
+    models = config.model.claimify
+    model = models.verification or models.default
+    core = assemble_core(
+        config.service,
+        evaluator,
+        judges=llm_judges(client, prompts, model),
+        nli=NLIQAPipeline(evaluator, LLMPronounResolver(client, model=model, prompts=prompts)),
+        verifier=LLMVerifier(client, model=model, prompts=prompts),
+    )
+    core.owned = (client,)
+    return core
+
+
+def _pair(score: PairScore) -> PairOut:
+    return PairOut(score=score.score, status=score.status, statements=score.statements)

@@ -1,0 +1,382 @@
+"""The Redis Stream consumer of the evaluation service (``aclarai consume``).
+
+Each entry of ``redis.stream`` (default ``eval-events``) carries a ``payload`` field holding the
+same JSON as ``POST /api/v1/evaluate``. Consumers join ``redis.group``; each result is XADDed to
+``redis.results_stream`` with the event id, and the entry is XACKed in the same MULTI/EXEC, so a
+result is never written without its entry being acknowledged, nor the other way round.
+
+Delivery is at least once and nothing is lost: an entry read but never acknowledged (its consumer
+died) is taken over with XAUTOCLAIM once it has been pending ``redis.claim_idle_ms``, at start and
+periodically. An entry whose payload cannot be parsed, that failed on its last allowed delivery, or
+that has been delivered more than ``redis.max_deliveries`` times (it keeps killing consumers) goes
+to ``redis.dead_letter_stream`` with the error, and is acknowledged. Several consumers (processes)
+share one group; that is how the service scales out.
+
+Redis being unreachable is never fatal: it is logged once, retried with capped exponential
+backoff, and logged again when the connection is back. A stop request (SIGTERM, SIGINT or the
+caller's stop event) lets the entry in hand finish; entries read in the same batch but not started
+stay pending and are reclaimed by another consumer after ``claim_idle_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Protocol, cast
+
+import redis
+
+from aclarai.daemon.config import Config, RedisSettings
+from aclarai.daemon.service import (
+    EvaluateRequest,
+    PayloadError,
+    ServiceCore,
+    build_service_core,
+    parse_evaluate_payload,
+)
+from aclarai.parsers import BrokerUnavailable
+
+logger = logging.getLogger(__name__)
+
+BACKOFF_INITIAL_S = 0.5
+BACKOFF_MAX_S = 30.0
+PAYLOAD_FIELD = b"payload"
+
+Entry = tuple[bytes, dict[bytes, bytes] | None]
+
+
+class StopEvent(Protocol):
+    """What the consumer needs of a stop signal."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass
+class ConsumeStats:
+    """What a consumer did."""
+
+    processed: int = 0
+    """Entries evaluated, their results written and the entries acknowledged."""
+    dead_lettered: int = 0
+    reclaimed: int = 0
+    """Entries taken over from consumers that stopped acknowledging (XAUTOCLAIM)."""
+    failed: int = 0
+    """Evaluations that raised and were left pending for another delivery."""
+    broker_outages: int = 0
+
+
+def consume(
+    config: Config,
+    *,
+    core: ServiceCore | None = None,
+    consumer: str | None = None,
+    stop_event: StopEvent | None = None,
+    burst: bool = False,
+) -> ConsumeStats:
+    """Consume evaluation events until stopped.
+
+    Args:
+        config: the ``redis`` section names the server, streams and group; ``service`` the
+            evaluation settings.
+        core: the evaluation objects; built from ``config`` (and closed) when ``None``.
+        consumer: this consumer's name in the group; ``<host>-<pid>`` by default.
+        stop_event: stop when set. When ``None``, SIGTERM and SIGINT stop the consumer (their
+            handlers are installed if this runs in the main thread, and restored after).
+        burst: drain what is in the stream (and reclaimable) and return, instead of waiting for
+            more.
+
+    Returns:
+        Counts of what was processed, dead-lettered and reclaimed.
+    """
+    own = core is None
+    core = core or build_service_core(config)
+    settings = config.redis
+    client = redis.Redis.from_url(
+        settings.url,
+        socket_timeout=settings.block_ms / 1000 + 10,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+    )
+    name = consumer or f"{socket.gethostname()}-{os.getpid()}"
+    try:
+        with _stop_signals(stop_event) as stop:
+            return StreamConsumer(client, settings, core, name=name).run(stop, burst=burst)
+    finally:
+        client.close()
+        if own:
+            core.close()
+
+
+class StreamConsumer:
+    """One consumer of the group: the loop behind :func:`consume`.
+
+    Args:
+        client: a Redis client (bytes in, bytes out).
+        settings: streams, group, delivery limit and timing.
+        core: evaluates each payload.
+        name: this consumer's name in the group.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        settings: RedisSettings,
+        core: ServiceCore,
+        *,
+        name: str,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._redis = client
+        self._s = settings
+        self._core = core
+        self.name = name
+        self._clock = clock
+        self.stats = ConsumeStats()
+
+    def run(self, stop: StopEvent, *, burst: bool = False) -> ConsumeStats:
+        """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
+        ready = down = False
+        delay = BACKOFF_INITIAL_S
+        next_claim = 0.0
+        claim_every_s = max(0.05, self._s.claim_idle_ms / 2000)
+        while not stop.is_set():
+            try:
+                if not ready:
+                    self._ensure_group()
+                    self._drain_own_pending(stop)
+                    if down:
+                        logger.info("Redis at %s is reachable again", _redact(self._s.url))
+                    ready, down, delay = True, False, BACKOFF_INITIAL_S
+                worked = 0
+                if self._clock() >= next_claim:
+                    worked += self._reclaim(stop)
+                    next_claim = self._clock() + claim_every_s
+                worked += self._read_new(stop, None if burst else self._s.block_ms)
+                if burst and worked == 0:
+                    if not self._pending_count():
+                        break
+                    # Entries of other consumers are not idle long enough to reclaim yet.
+                    _sleep(stop, min(claim_every_s, 0.2))
+            except BrokerUnavailable as exc:
+                if not down:
+                    logger.warning("Redis unavailable (%s); retrying with backoff", exc)
+                    self.stats.broker_outages += 1
+                ready, down = False, True
+                _sleep(stop, delay * (0.5 + random.random() / 2))
+                delay = min(delay * 2, BACKOFF_MAX_S)
+            except redis.ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                # The stream or its group was deleted under us: create them again.
+                logger.warning("consumer group vanished (%s); recreating it", exc)
+                ready = False
+        return self.stats
+
+    def _ensure_group(self) -> None:
+        try:
+            with _broker(self._s.url):
+                self._redis.xgroup_create(self._s.stream, self._s.group, id="0", mkstream=True)
+            logger.info("created consumer group %s on %s", self._s.group, self._s.stream)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def _drain_own_pending(self, stop: StopEvent) -> None:
+        """Entries this consumer name read before a restart or an outage, handled first."""
+        cursor: bytes | str = "0"
+        while not stop.is_set():
+            with _broker(self._s.url):
+                reply = self._redis.xreadgroup(
+                    self._s.group, self.name, {self._s.stream: cursor}, count=self._s.batch
+                )
+            entries = _read_entries(reply)
+            if not entries:
+                return
+            self._handle_all(entries, stop, reclaimed=False, counted=True)
+            cursor = entries[-1][0]
+
+    def _reclaim(self, stop: StopEvent) -> int:
+        start = "0-0"
+        handled = 0
+        while not stop.is_set():
+            with _broker(self._s.url):
+                reply = self._redis.xautoclaim(
+                    self._s.stream,
+                    self._s.group,
+                    self.name,
+                    min_idle_time=self._s.claim_idle_ms,
+                    start_id=start,
+                    count=self._s.batch,
+                )
+            start, entries = reply[0], cast(list[Entry], reply[1])
+            if entries:
+                logger.info("reclaimed %d pending entries", len(entries))
+                handled += self._handle_all(entries, stop, reclaimed=True, counted=True)
+            if start in (b"0-0", "0-0"):
+                return handled
+        return handled
+
+    def _read_new(self, stop: StopEvent, block_ms: int | None) -> int:
+        with _broker(self._s.url):
+            reply = self._redis.xreadgroup(
+                self._s.group,
+                self.name,
+                {self._s.stream: ">"},
+                count=self._s.batch,
+                block=block_ms,
+            )
+        entries = _read_entries(reply)
+        return self._handle_all(entries, stop, reclaimed=False, counted=False)
+
+    def _pending_count(self) -> int:
+        with _broker(self._s.url):
+            summary = self._redis.xpending(self._s.stream, self._s.group)
+        return int(summary["pending"])
+
+    def _handle_all(
+        self, entries: list[Entry], stop: StopEvent, *, reclaimed: bool, counted: bool
+    ) -> int:
+        handled = 0
+        for entry_id, fields in entries:
+            if stop.is_set():
+                break
+            deliveries = self._deliveries(entry_id) if counted else 1
+            self.stats.reclaimed += int(reclaimed)
+            self._handle(entry_id, fields, deliveries)
+            handled += 1
+        return handled
+
+    def _deliveries(self, entry_id: bytes) -> int:
+        with _broker(self._s.url):
+            rows = self._redis.xpending_range(
+                self._s.stream, self._s.group, min=entry_id, max=entry_id, count=1
+            )
+        return int(rows[0]["times_delivered"]) if rows else 1
+
+    def _handle(self, entry_id: bytes, fields: dict[bytes, bytes] | None, deliveries: int) -> None:
+        if fields is None:
+            # Deleted from the stream while pending: nothing left to evaluate.
+            self._ack(entry_id)
+            return
+        raw = fields.get(PAYLOAD_FIELD)
+        if deliveries > self._s.max_deliveries:
+            error = f"delivered {deliveries} times without being acknowledged"
+            self._dead_letter(entry_id, raw, error, deliveries)
+            return
+        if raw is None:
+            self._dead_letter(entry_id, raw, "payload: field missing from the entry", deliveries)
+            return
+        try:
+            request = parse_evaluate_payload(raw)
+        except PayloadError as exc:
+            self._dead_letter(entry_id, raw, str(exc), deliveries)
+            return
+        try:
+            response = self._core.evaluate(request)
+        except Exception as exc:
+            error = f"evaluation failed: {type(exc).__name__}: {exc}"
+            if deliveries >= self._s.max_deliveries:
+                self._dead_letter(entry_id, raw, error, deliveries)
+                return
+            self.stats.failed += 1
+            logger.warning(
+                "entry %s (delivery %d of %d): %s; left pending for another try",
+                entry_id.decode(),
+                deliveries,
+                self._s.max_deliveries,
+                error,
+            )
+            return
+        self._write_result(entry_id, request, response.model_dump_json())
+
+    def _write_result(self, entry_id: bytes, request: EvaluateRequest, payload: str) -> None:
+        with _broker(self._s.url):
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.xadd(
+                self._s.results_stream,
+                {"event_id": request.event_id, "source_id": entry_id, "payload": payload},
+            )
+            pipe.xack(self._s.stream, self._s.group, entry_id)
+            pipe.execute()
+        self.stats.processed += 1
+
+    def _dead_letter(self, entry_id: bytes, raw: bytes | None, error: str, deliveries: int) -> None:
+        logger.warning("entry %s dead-lettered: %s", entry_id.decode(), error)
+        with _broker(self._s.url):
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.xadd(
+                self._s.dead_letter_stream,
+                {
+                    "source_id": entry_id,
+                    "error": error,
+                    "payload": raw if raw is not None else b"",
+                    "deliveries": deliveries,
+                    "consumer": self.name,
+                },
+            )
+            pipe.xack(self._s.stream, self._s.group, entry_id)
+            pipe.execute()
+        self.stats.dead_lettered += 1
+
+    def _ack(self, entry_id: bytes) -> None:
+        with _broker(self._s.url):
+            self._redis.xack(self._s.stream, self._s.group, entry_id)
+
+
+def _read_entries(reply: Any) -> list[Entry]:
+    """The entries of an XREADGROUP reply on one stream (``[[stream, entries]]``)."""
+    return cast(list[Entry], reply[0][1]) if reply else []
+
+
+@contextmanager
+def _broker(url: str) -> Iterator[None]:
+    """Translate the client's connection failures into :class:`BrokerUnavailable`."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as exc:
+        raise BrokerUnavailable(f"cannot reach Redis at {_redact(url)}: {exc}") from exc
+
+
+def _redact(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}"
+
+
+def _sleep(stop: StopEvent, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(0.1, left))
+
+
+@contextmanager
+def _stop_signals(stop_event: StopEvent | None) -> Iterator[StopEvent]:
+    """The caller's stop event, or one set by SIGTERM/SIGINT while the block runs."""
+    if stop_event is not None:
+        yield stop_event
+        return
+    event = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        logger.info("%s received: finishing the entry in hand", signal.Signals(signum).name)
+        event.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield event
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,339 @@
+"""Watching a vault: filesystem events in, settled note paths out.
+
+A watchdog observer (inotify, or polling for network drives) reports raw events from its own
+thread; they are reduced to "something happened to this note path" and handed to a
+:class:`Debouncer`, per file. A note is released only after no event for the quiet period *and*
+two identical reads of its bytes, so the daemon never works on a note the user is still typing
+into (Obsidian saves every few seconds while typing). A released note whose bytes hash to what the
+daemon itself last wrote there is dropped: own writes are recognised by content, never by event
+type, so a rename of our temp file over the note looks like any other edit until it is read.
+
+Event kinds do not matter either: a create, modify, delete or either end of a move all mean "look
+at this path again". After the quiet period the path either holds a readable note
+(:attr:`Changes.touched`) or not (:attr:`Changes.gone`); an editor that saves by writing a temp
+file and renaming it over the note therefore ends up as one touch of the note, and a move as a
+gone path plus a touched one, which the store turns back into a move by block id.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from aclarai.daemon.vault import Vault
+from aclarai.daemon.writer import sha256_bytes
+
+log = logging.getLogger(__name__)
+
+NOT_A_FILE = "!not-a-regular-file"
+"""Digest of a note path that holds a folder, a FIFO or a socket: never read, never a note."""
+
+_IGNORED_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
+"""Reads (our own digest reads included) and metadata changes never change a note's bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    quiet_period_s: float = 3.0
+    """A note is released only after this long without an event."""
+    max_wait_s: float = 60.0
+    """A note still changing after this long is reported once in the log (never forced)."""
+    polling: bool = False
+    polling_interval_s: float = 1.0
+    tick_s: float = 0.05
+    """How often pending notes are checked; also the longest a batch wait blocks."""
+
+    @property
+    def settle_s(self) -> float:
+        """Least time between the two reads that must agree."""
+        return min(0.1, self.quiet_period_s / 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What settled since the last batch (both may be empty: a timeout tick)."""
+
+    touched: tuple[str, ...] = ()
+    """Notes quiet for the quiet period, read twice with identical bytes, not our own write."""
+    gone: tuple[str, ...] = ()
+    """Note paths that no longer hold a readable note once quiet (deleted or moved away)."""
+
+
+class OwnWrites:
+    """The hash of the last bytes the daemon wrote to each note (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._digests: dict[str, str] = {}
+
+    def remember(self, rel: str, digest: str) -> None:
+        """Record a write the daemon is about to make (the consumer's ``on_write`` hook)."""
+        with self._lock:
+            self._digests[rel] = digest
+
+    def is_own(self, rel: str, digest: str | None) -> bool:
+        with self._lock:
+            return digest is not None and self._digests.get(rel) == digest
+
+
+@dataclass(slots=True)
+class _Pending:
+    first_event: float
+    last_event: float
+    digest: str | None = None
+    read_at: float | None = None
+    """When ``digest`` was read; ``None`` while no read happened since the last event."""
+    warned: bool = False
+
+
+@dataclass
+class Debouncer:
+    """Per-file quiet periods and the two-reads rule, on an injected clock (pure bookkeeping).
+
+    ``read`` returns a digest of a note's bytes, or ``None`` when the path holds no note.
+    """
+
+    options: WatchOptions
+    read: Callable[[str], str | None]
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+
+    def touch(self, rel: str, now: float) -> None:
+        """Something happened to ``rel``: restart its quiet period and forget its last read."""
+        entry = self._pending.get(rel)
+        if entry is None:
+            self._pending[rel] = _Pending(first_event=now, last_event=now)
+            return
+        entry.last_event = now
+        entry.read_at = None
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def step(self, now: float) -> list[tuple[str, str | None]]:
+        """Release the notes that settled, as ``(rel, digest)`` pairs in the order they changed.
+
+        The first read happens ``settle_s`` after the last event, the second once the quiet
+        period is over; when the two differ the note changed without an event we saw, and it
+        needs another ``settle_s`` of identical bytes.
+        """
+        settle = self.options.settle_s
+        ready: list[tuple[str, str | None]] = []
+        for rel, entry in list(self._pending.items()):
+            self._warn_if_busy(rel, entry, now)
+            quiet_for = now - entry.last_event
+            if entry.read_at is None:
+                if quiet_for >= settle:
+                    entry.digest, entry.read_at = self.read(rel), now
+                continue
+            if quiet_for < self.options.quiet_period_s or now - entry.read_at < settle:
+                continue
+            digest = self.read(rel)
+            if digest == entry.digest:
+                del self._pending[rel]
+                ready.append((rel, digest))
+            else:
+                entry.digest, entry.read_at = digest, now
+        return ready
+
+    def _warn_if_busy(self, rel: str, entry: _Pending, now: float) -> None:
+        if not entry.warned and now - entry.first_event >= self.options.max_wait_s:
+            entry.warned = True
+            log.warning(
+                "%s has kept changing for %.0f s; waiting for %.1f s of quiet before syncing it",
+                rel,
+                now - entry.first_event,
+                self.options.quiet_period_s,
+            )
+
+
+def note_digest(vault: Vault, rel: str) -> str | None:
+    """A digest of the note's bytes; ``None`` when nothing readable is there any more.
+
+    Files over the vault's size limit get a stat signature instead (the scanner reports them);
+    unreadable files get their error, so they settle like any other and the scanner logs why.
+    """
+    path = vault.root / rel
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"!{exc.errno}"
+    if not stat.S_ISREG(st.st_mode):
+        return NOT_A_FILE
+    if st.st_size > vault.max_file_bytes:
+        return f"!size={st.st_size},mtime={st.st_mtime_ns}"
+    try:
+        return sha256_bytes(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"!{exc.errno}"
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs on the observer's thread: turns events into ``("file" | "dir", rel)`` items."""
+
+    def __init__(self, vault: Vault, sink: queue.SimpleQueue[tuple[str, str]]) -> None:
+        self.vault = vault
+        self.sink = sink
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _IGNORED_EVENTS:
+            return
+        if event.is_directory and event.event_type == "modified":
+            return
+        kind = "dir" if event.is_directory else "file"
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if not raw:
+                continue
+            path = Path(os.fsdecode(raw))
+            rel = self.vault.rel(path)
+            if rel is None or rel == ".":
+                continue
+            if kind == "file" and not self.vault.is_note_path(rel):
+                continue
+            if kind == "dir" and any(part.startswith(".") for part in rel.split("/")):
+                continue
+            self.sink.put((kind, rel))
+
+
+class VaultWatcher:
+    """A running observer on a vault plus the debouncer that settles its events.
+
+    ``known_notes(prefix)`` lists the notes the store knows under a folder: a folder moved out of
+    the vault produces one event for the folder and none for the notes inside it.
+    """
+
+    def __init__(
+        self,
+        vault: Vault,
+        options: WatchOptions,
+        *,
+        own_writes: OwnWrites | None = None,
+        known_notes: Callable[[str], Iterable[str]] | None = None,
+    ) -> None:
+        self.vault = vault
+        self.options = options
+        self.own_writes = own_writes or OwnWrites()
+        self.known_notes = known_notes or (lambda prefix: ())
+        self.debouncer = Debouncer(options, lambda rel: note_digest(vault, rel))
+        self._events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._observer: BaseObserver | None = None
+
+    def start(self) -> None:
+        """Start observing; fall back to polling when inotify runs out of watches."""
+        try:
+            self._observer = self._start_observer(self.options.polling)
+        except OSError as exc:
+            if self.options.polling:
+                raise
+            log.warning(
+                "inotify failed (%s); falling back to polling every %.1f s. Raise "
+                "fs.inotify.max_user_watches (see README) or set watch.polling: true",
+                exc,
+                self.options.polling_interval_s,
+            )
+            self._observer = self._start_observer(True)
+
+    def _start_observer(self, polling: bool) -> BaseObserver:
+        observer: BaseObserver = (
+            PollingObserver(timeout=self.options.polling_interval_s) if polling else Observer()
+        )
+        observer.schedule(_Handler(self.vault, self._events), str(self.vault.root), recursive=True)
+        observer.daemon = True
+        observer.start()
+        log.info("watching %s (%s)", self.vault.root, "polling" if polling else "inotify")
+        return observer
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=2.0)
+            self._observer = None
+
+    def touch(self, rel: str, now: float | None = None) -> None:
+        """Treat ``rel`` as changed (also used for notes whose processing must be retried)."""
+        self.debouncer.touch(rel, time.monotonic() if now is None else now)
+
+    def next_changes(self, timeout_s: float) -> Changes:
+        """Wait up to ``timeout_s`` for events, then return what settled (maybe nothing)."""
+        try:
+            first = self._events.get(timeout=timeout_s) if len(self.debouncer) == 0 else None
+        except queue.Empty:
+            first = None
+        if len(self.debouncer) and first is None:
+            time.sleep(min(timeout_s, self.options.tick_s))
+        now = time.monotonic()
+        if first is not None:
+            self._take(*first, now)
+        while True:
+            try:
+                self._take(*self._events.get_nowait(), now)
+            except queue.Empty:
+                break
+        touched: list[str] = []
+        gone: list[str] = []
+        for rel, digest in self.debouncer.step(now):
+            if digest is None:
+                gone.append(rel)
+            elif digest == NOT_A_FILE:
+                log.warning("%s is not a regular file (a folder, FIFO or socket); ignored", rel)
+                gone.append(rel)
+            elif self.own_writes.is_own(rel, digest):
+                log.debug("%s: our own write, nothing to do", rel)
+            else:
+                touched.append(rel)
+        return Changes(tuple(touched), tuple(gone))
+
+    def _take(self, kind: str, rel: str, now: float) -> None:
+        if kind == "file":
+            self.debouncer.touch(rel, now)
+            return
+        for note in (*self.known_notes(rel + "/"), *self._notes_on_disk(rel)):
+            self.debouncer.touch(note, now)
+
+    def _notes_on_disk(self, rel: str) -> list[str]:
+        found: list[str] = []
+        for folder, dirs, files in os.walk(self.vault.root / rel):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            base = Path(folder)
+            for name in files:
+                note = self.vault.rel(base / name)
+                if note is not None and self.vault.is_note_path(note):
+                    found.append(note)
+        return found
+
+
+def watch_vault(
+    vault: Vault,
+    options: WatchOptions,
+    *,
+    stop_event: threading.Event,
+    own_writes: OwnWrites | None = None,
+    known_notes: Callable[[str], Iterable[str]] | None = None,
+) -> Iterator[Changes]:
+    """Yield settled changes of ``vault`` until ``stop_event`` is set.
+
+    Yields an empty :class:`Changes` at least every ``options.tick_s`` seconds while notes are
+    pending and every quarter second otherwise, so the caller can do periodic work.
+    """
+    watcher = VaultWatcher(vault, options, own_writes=own_writes, known_notes=known_notes)
+    watcher.start()
+    try:
+        while not stop_event.is_set():
+            yield watcher.next_changes(0.25)
+    finally:
+        watcher.stop()

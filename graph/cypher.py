@@ -1,0 +1,180 @@
+"""The Cypher statements of the Neo4j store, kept to the subset Neo4j 5 and ArcadeDB share.
+
+Each data statement is one round-trip: it reads what it needs and writes in the same query, with
+an aggregation (``WITH collect(...)`` or ``count(*)`` without grouping keys) as the barrier between
+the read and the write phases, so every write sees the state from before the call. Conditional
+writes use ``FOREACH (_ IN CASE WHEN cond THEN [1] ELSE [] END | ...)`` rather than ``CALL {}``
+subqueries, whose syntax changed during Neo4j 5. No APOC, no vector procedures. ``graph/CYPHER.md``
+lists the features relied on.
+
+Graph shape::
+
+    (:File {path, mtime_ns, size, sha256})
+    (:Block {id, file, text, hash, version, position, updated_at, deleted_at})
+    (:Claim {id, text})-[:ORIGINATES_FROM {ordinal, entailed_score, coverage_score,
+        decontextualization_score, quality, verdict, justification, status, model,
+        evaluated_hash, evaluated_at}]->(:Block)
+    (:Claim)-[:OMITS {position}]->(:Element {claim_id, text})
+"""
+
+from __future__ import annotations
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE CONSTRAINT aclarai_block_id IF NOT EXISTS FOR (b:Block) REQUIRE b.id IS UNIQUE",
+    "CREATE CONSTRAINT aclarai_claim_id IF NOT EXISTS FOR (c:Claim) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT aclarai_file_path IF NOT EXISTS FOR (f:File) REQUIRE f.path IS UNIQUE",
+    "CREATE INDEX aclarai_block_hash IF NOT EXISTS FOR (b:Block) ON (b.hash)",
+    "CREATE INDEX aclarai_block_file IF NOT EXISTS FOR (b:Block) ON (b.file)",
+    "CREATE INDEX aclarai_element_claim IF NOT EXISTS FOR (e:Element) ON (e.claim_id)",
+)
+
+BLOCK_FIELDS = (
+    "b.id AS id, b.file AS file, b.text AS text, b.hash AS hash, b.version AS version, "
+    "b.position AS position, b.updated_at AS updated_at, b.deleted_at AS deleted_at"
+)
+
+FILE_STATES = (
+    "MATCH (f:File) RETURN f.path AS path, f.mtime_ns AS mtime_ns, f.size AS size, "
+    "f.sha256 AS sha256"
+)
+
+# Live blocks each synced file held before the call and no longer lists (the caller drops those
+# another file of the call lists: moved, not removed). ``UNWIND ... {file: f.path}`` rather than
+# ``WHERE h.file IN $paths``: ArcadeDB plans the rest of the statement several times slower after
+# the latter; and short per-file id lists keep the ``IN`` test cheap.
+_SYNC_REMOVED = """
+UNWIND $files AS f
+OPTIONAL MATCH (h:Block {file: f.path}) WHERE h.deleted_at IS NULL AND NOT h.id IN f.ids
+WITH collect(CASE WHEN h IS NOT NULL THEN [h.file, h.position, h.id] END) AS removed
+"""
+
+# File states last: a write before the block reads would put an eager barrier in front of them.
+_SYNC_STATES = """
+FOREACH (f IN $files |
+  MERGE (x:File {path: f.path})
+  SET x.mtime_ns = f.mtime_ns, x.size = f.size, x.sha256 = f.sha256)
+RETURN removed, changed
+"""
+
+SYNC_FILES_WITHOUT_BLOCKS = _SYNC_REMOVED + "WITH removed, [] AS changed" + _SYNC_STATES
+
+# A block row is written only when something stored differs; ``dirty`` is what the caller must
+# re-evaluate: new, restored, or a different hash.
+SYNC_FILES = (
+    _SYNC_REMOVED
+    + """
+UNWIND $blocks AS r
+OPTIONAL MATCH (b:Block {id: r.id})
+WITH removed, r,
+  (b IS NULL OR b.deleted_at IS NOT NULL OR b.hash <> r.hash) AS dirty,
+  (b IS NULL OR b.deleted_at IS NOT NULL OR b.hash <> r.hash OR b.file <> r.file
+    OR b.version <> r.version OR b.position <> r.position) AS differs
+FOREACH (_ IN CASE WHEN differs THEN [1] ELSE [] END |
+  MERGE (n:Block {id: r.id})
+  SET n.file = r.file, n.text = r.text, n.hash = r.hash, n.version = r.version,
+      n.position = r.position, n.updated_at = $now, n.deleted_at = null)
+WITH removed, collect(CASE WHEN dirty THEN r.id END) AS changed
+"""
+    + _SYNC_STATES
+)
+
+FORGET_FILES = """
+MATCH (b:Block) WHERE b.file IN $paths AND b.deleted_at IS NULL
+WITH collect([b.file, b.position, b.id]) AS live
+OPTIONAL MATCH (f:File) WHERE f.path IN $paths
+DELETE f
+WITH live, count(*) AS _
+RETURN live
+"""
+
+MARK_DELETED = """
+MATCH (b:Block) WHERE b.id IN $ids AND b.deleted_at IS NULL
+SET b.deleted_at = $now
+RETURN count(b) AS marked
+"""
+
+GET_BLOCKS = f"MATCH (b:Block) WHERE b.id IN $ids RETURN {BLOCK_FIELDS}"
+
+BLOCKS_OF_FILE = (
+    f"MATCH (b:Block {{file: $path}}) WHERE b.deleted_at IS NULL "
+    f"RETURN {BLOCK_FIELDS} ORDER BY b.position"
+)
+
+SET_VERSIONS = """
+UNWIND $rows AS r
+MATCH (b:Block {id: r.id}) WHERE b.version <> r.version
+SET b.version = r.version
+"""
+
+# Per block: drop the edges of claims no longer listed, merge the listed ones (a kept edge keeps
+# its scores), then, after the barrier, remove the dropped claims that originate from nothing.
+REPLACE_CLAIMS = """
+UNWIND $rows AS row
+MATCH (b:Block {id: row.block_id})
+OPTIONAL MATCH (old:Claim)-[e:ORIGINATES_FROM]->(b) WHERE NOT old.id IN row.claim_ids
+DELETE e
+WITH row, b, collect(old.id) AS dropped
+FOREACH (c IN row.claims |
+  MERGE (cl:Claim {id: c.id}) SET cl.text = c.text
+  MERGE (cl)-[f:ORIGINATES_FROM]->(b) SET f.ordinal = c.ordinal)
+WITH collect(row.block_id) AS found, reduce(acc = [], d IN collect(dropped) | acc + d) AS gone
+OPTIONAL MATCH (cl:Claim) WHERE cl.id IN gone AND NOT (cl)-[:ORIGINATES_FROM]->()
+OPTIONAL MATCH (cl)-[:OMITS]->(el:Element)
+DETACH DELETE cl, el
+WITH found, count(*) AS _
+RETURN found
+"""
+
+_CLAIM_FIELDS = """
+RETURN b.id AS block_id, b.file AS file, b.position AS position, c.id AS id, c.text AS text,
+  properties(e) AS edge, el.text AS omitted_text, o.position AS omitted_position
+"""
+
+CLAIMS_OF_BLOCKS = (
+    """
+MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block) WHERE b.id IN $ids
+OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
+"""
+    + _CLAIM_FIELDS
+)
+
+CLAIMS_NEEDING_EVALUATION = (
+    """
+MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
+WHERE b.deleted_at IS NULL
+  AND (e.evaluated_hash IS NULL OR e.evaluated_hash <> b.hash OR e.entailed_score IS NULL
+    OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)
+OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
+"""
+    + _CLAIM_FIELDS
+)
+
+# ``SET e += props`` with a null value removes the property: a failed score reads back as None.
+WRITE_SCORES = """
+UNWIND $rows AS r
+MATCH (c:Claim {id: r.claim_id})-[e:ORIGINATES_FROM]->(b:Block {id: r.block_id})
+WHERE b.hash = r.evaluated_hash
+SET e += r.props
+WITH c, r, e
+OPTIONAL MATCH (c)-[:OMITS]->(stale:Element) WHERE NOT stale.text IN r.omitted
+DETACH DELETE stale
+WITH DISTINCT c, r, e
+FOREACH (i IN range(0, size(r.omitted) - 1) |
+  MERGE (el:Element {claim_id: c.id, text: r.omitted[i]})
+  MERGE (c)-[o:OMITS]->(el) SET o.position = i)
+RETURN count(e) AS written
+"""
+
+_ANY_NULL = (
+    "e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL"
+)
+
+COUNTS = f"""
+OPTIONAL MATCH (f:File) WITH count(f) AS files
+OPTIONAL MATCH (b:Block) WITH files, count(b) AS all_blocks, count(b.deleted_at) AS deleted
+OPTIONAL MATCH (c:Claim) WITH files, all_blocks, deleted, count(c) AS claims
+OPTIONAL MATCH (s:Claim)-[e:ORIGINATES_FROM]->(:Block) WHERE e.evaluated_hash IS NOT NULL
+RETURN files, all_blocks - deleted AS blocks, deleted, claims,
+  count(DISTINCT CASE WHEN NOT ({_ANY_NULL}) THEN s.id END) AS scored,
+  count(DISTINCT CASE WHEN {_ANY_NULL} THEN s.id END) AS null_scores
+"""

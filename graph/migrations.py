@@ -1,0 +1,143 @@
+"""The embedded store's schema, built from numbered migration functions.
+
+Each migration is a function taking a :class:`sqlite3.Connection`; :func:`migrate` runs, in order,
+the ones not yet recorded in ``_aclarai_migrations`` and records each in the same transaction as its
+DDL, so a crash leaves the database at the previous step. Migrations are append-only: never edit
+one that has shipped, add the next number instead.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from aclarai.parsers import StoreError
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS_TABLE = "_aclarai_migrations"
+
+
+def m001_files_and_blocks(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE files (
+            path TEXT PRIMARY KEY,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE blocks (
+            id TEXT PRIMARY KEY,
+            file TEXT NOT NULL,
+            text TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            updated_at TEXT NOT NULL,
+            deleted_at TEXT
+        )
+        """
+    )
+    conn.execute("CREATE INDEX blocks_file ON blocks (file, position)")
+    conn.execute("CREATE INDEX blocks_hash ON blocks (hash)")
+
+
+def m002_claims_and_edges(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE claims (id TEXT PRIMARY KEY, text TEXT NOT NULL)")
+    # One row per ORIGINATES_FROM edge; the scores live here, not on the claim, because a
+    # claim is graded against one particular source block. ``evaluated_hash IS NULL`` means the
+    # edge was never evaluated; a NULL score on an evaluated edge means that evaluation failed.
+    conn.execute(
+        """
+        CREATE TABLE edges (
+            claim_id TEXT NOT NULL REFERENCES claims (id) ON DELETE CASCADE,
+            block_id TEXT NOT NULL REFERENCES blocks (id),
+            ordinal INTEGER NOT NULL,
+            entailed_score REAL,
+            coverage_score REAL,
+            decontextualization_score REAL,
+            quality REAL,
+            verdict TEXT,
+            justification TEXT,
+            status TEXT,
+            model TEXT,
+            evaluated_hash TEXT,
+            evaluated_at TEXT,
+            omitted TEXT,
+            PRIMARY KEY (claim_id, block_id)
+        )
+        """
+    )
+
+
+def m003_edges_by_block(conn: sqlite3.Connection) -> None:
+    # claims_of_blocks and replace_claims look edges up by block; the primary key leads with
+    # the claim, so without this they scan every edge.
+    conn.execute("CREATE INDEX edges_block ON edges (block_id, ordinal)")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_files_and_blocks,
+    m002_claims_and_edges,
+    m003_edges_by_block,
+)
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations recorded in ``conn``, in the order they were applied."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
+        "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    rows = conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid").fetchall()
+    return [name for (name,) in rows]
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the migrations ``conn`` lacks, each in its own transaction.
+
+    Args:
+        conn: A connection in autocommit mode (``isolation_level=None``), so that this function
+            controls the transactions.
+        migrations: The ordered migrations to bring the database to; tests pass a prefix to
+            build the older states.
+
+    Returns:
+        The names of the migrations applied by this call.
+
+    Raises:
+        StoreError: The database records a migration this code does not know, i.e. it was
+            written by a newer aclarai; opening it could corrupt it.
+    """
+    applied = applied_migrations(conn)
+    known = {fn.__name__ for fn in MIGRATIONS}
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise StoreError(
+            f"the graph database has schema migrations this aclarai does not know ({unknown[0]}); "
+            "it was written by a newer version: upgrade aclarai or rebuild it with resync"
+        )
+    done = set(applied)
+    ran: list[str] = []
+    for fn in migrations:
+        if fn.__name__ in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            fn(conn)
+            conn.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+                (fn.__name__, datetime.now(UTC).isoformat()),
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        ran.append(fn.__name__)
+    return ran

@@ -1,0 +1,432 @@
+"""The graph store on Neo4j (or any Bolt server speaking its Cypher), through the official driver.
+
+Storage invariant: the same as the embedded store's (see :mod:`aclarai.graph.sqlite`), in graph
+form (see :mod:`aclarai.graph.cypher` for the shape). The vault is the source of truth for text;
+the graph holds what the last sync saw and ``aclarai resync --graph neo4j`` rebuilds it. A block is
+never hard-deleted, only stamped ``deleted_at``, so one that reappears keeps its claims and scores.
+Scores live on the ``ORIGINATES_FROM`` edge and count for its ``evaluated_hash`` only; an absent
+score property on an evaluated edge means "that evaluation failed", never 0.
+
+Every method is one Cypher statement in one managed transaction (``execute_read`` or
+``execute_write``): three round-trips (begin, run, commit) per call whatever the size of the
+batch, which is why callers should pass many files per call when they have them. Every write is an
+idempotent MERGE/SET, which is what makes retrying a transaction whose commit outcome is unknown
+safe. Transient driver errors are retried with exponential backoff up to ``max_attempts`` and then
+raised as :class:`StoreUnavailable`; every other driver error becomes :class:`StoreError`. Both
+keep the driver's exception as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j.exceptions import DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import TransientError as DriverTransientError
+
+from aclarai.graph import cypher
+from aclarai.graph.base import (
+    ClaimRecord,
+    FileState,
+    FileSync,
+    GraphStore,
+    ScoreRecord,
+    StoreCounts,
+    StoredBlock,
+    StoredClaim,
+    SyncResult,
+)
+from aclarai.parsers import StoreError, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BACKOFF_BASE_S = 0.25
+BACKOFF_MAX_S = 4.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a driver exception means "the database cannot be reached right now"."""
+    if isinstance(exc, (ServiceUnavailable, SessionExpired, DriverTransientError)):
+        return True
+    return isinstance(exc, Neo4jError) and exc.is_retryable()
+
+
+def map_driver_error(exc: DriverError | Neo4jError, action: str) -> StoreError:
+    """Translate a driver exception into the store's (the caller raises it ``from exc``).
+
+    Args:
+        exc: What the ``neo4j`` driver raised.
+        action: The store method that failed, for the message.
+
+    Returns:
+        :class:`StoreUnavailable` for unavailable, expired-session and transient errors,
+        :class:`StoreError` for everything else (syntax, constraint, authentication, …).
+    """
+    message = f"neo4j store: {action} failed: {type(exc).__name__}: {exc}"
+    if is_transient(exc):
+        return StoreUnavailable(message)
+    return StoreError(message)
+
+
+def _stored_claim(row: Mapping[str, Any], omitted: tuple[str, ...]) -> StoredClaim:
+    edge: dict[str, Any] = row["edge"]
+    score = None
+    if edge.get("evaluated_hash") is not None:
+        score = ScoreRecord(
+            claim_id=row["id"],
+            block_id=row["block_id"],
+            evaluated_hash=edge["evaluated_hash"],
+            entailed_score=edge.get("entailed_score"),
+            coverage_score=edge.get("coverage_score"),
+            decontextualization_score=edge.get("decontextualization_score"),
+            status=edge.get("status", ""),
+            model=edge.get("model", ""),
+            verdict=edge.get("verdict"),
+            justification=edge.get("justification"),
+            omitted=omitted,
+            evaluated_at=edge.get("evaluated_at"),
+        )
+    return StoredClaim(id=row["id"], block_id=row["block_id"], text=row["text"], score=score)
+
+
+def _claims_from_rows(
+    rows: Iterable[Mapping[str, Any]],
+) -> list[tuple[tuple[Any, ...], StoredClaim]]:
+    """Fold the one-row-per-omitted-element result into claims, each with its sort key."""
+    grouped: dict[tuple[str, str], tuple[Mapping[str, Any], list[tuple[int, str]]]] = {}
+    for row in rows:
+        entry = grouped.setdefault((row["block_id"], row["id"]), (row, []))
+        if row["omitted_text"] is not None:
+            entry[1].append((row["omitted_position"] or 0, row["omitted_text"]))
+    claims = []
+    for row, elements in grouped.values():
+        omitted = tuple(text for _, text in sorted(elements))
+        key = (row["file"], row["position"], row["edge"].get("ordinal", 0), row["id"])
+        claims.append((key, _stored_claim(row, omitted)))
+    return claims
+
+
+def _score_props(score: ScoreRecord, now: str) -> dict[str, Any]:
+    return {
+        "entailed_score": score.entailed_score,
+        "coverage_score": score.coverage_score,
+        "decontextualization_score": score.decontextualization_score,
+        "quality": score.quality,
+        "verdict": score.verdict,
+        "justification": score.justification,
+        "status": score.status,
+        "model": score.model,
+        "evaluated_hash": score.evaluated_hash,
+        "evaluated_at": score.evaluated_at or now,
+    }
+
+
+class Neo4jStore(GraphStore):
+    """The graph store on a Neo4j-compatible Bolt server; see the module docstring."""
+
+    name = "neo4j"
+
+    def __init__(
+        self,
+        uri: str,
+        user: str,
+        password: str,
+        database: str,
+        *,
+        max_attempts: int = 5,
+        timeout_s: float = 30.0,
+    ) -> None:
+        """Connect and make sure the constraints and indexes exist (idempotent).
+
+        Args:
+            uri: ``bolt://``, ``neo4j://`` or ``neo4j+s://`` URI, used as given.
+            user: User name.
+            password: Password (the daemon reads it from the variable ``password_env`` names).
+            database: Database name.
+            max_attempts: Attempts per call before a transient failure is raised.
+            timeout_s: Connection, acquisition and transaction timeout.
+
+        Raises:
+            StoreUnavailable: The server cannot be reached after ``max_attempts`` tries.
+            StoreError: Bad URI, refused credentials, or a schema statement was rejected.
+        """
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.uri = uri
+        self.database = database
+        self.max_attempts = max_attempts
+        self.timeout_s = timeout_s
+        self.statements_run = 0
+        """Statements sent so far (each one round-trip, plus its commit): for benchmarks."""
+        try:
+            # The driver's own retry loop is turned off: this class retries, so that
+            # ``max_attempts`` bounds the wait and the error is the store's.
+            self._driver = neo4j.GraphDatabase.driver(
+                uri,
+                auth=(user, password),
+                connection_timeout=timeout_s,
+                connection_acquisition_timeout=timeout_s,
+                max_transaction_retry_time=0.0,
+            )
+        except (DriverError, Neo4jError, ValueError) as exc:
+            raise StoreError(f"neo4j store: bad connection settings for {uri}: {exc}") from exc
+        try:
+            for statement in cypher.SCHEMA:
+                self._schema(statement)
+        except BaseException:
+            self._driver.close()
+            raise
+
+    @property
+    def driver(self) -> neo4j.Driver:
+        """The driver, shared with the read-only query tool."""
+        return self._driver
+
+    def _attempts(self, action: str, call: Callable[[], T]) -> T:
+        """Run ``call``, retrying transient driver errors with exponential backoff."""
+        delay = BACKOFF_BASE_S
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return call()
+            except (DriverError, Neo4jError) as exc:
+                error = map_driver_error(exc, f"{action} on {self.uri}")
+                if not isinstance(error, StoreUnavailable) or attempt == self.max_attempts:
+                    raise error from exc
+                logger.warning(
+                    "neo4j store: %s failed (attempt %d of %d), retrying in %.2fs: %s",
+                    action,
+                    attempt,
+                    self.max_attempts,
+                    delay,
+                    exc,
+                )
+                time.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX_S)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _schema(self, statement: str) -> None:
+        def run() -> None:
+            # Schema statements cannot share a transaction with data writes: auto-commit.
+            with self._driver.session(database=self.database) as session:
+                self.statements_run += 1
+                session.run(neo4j.Query(statement, timeout=self.timeout_s)).consume()
+
+        self._attempts("schema set-up", run)
+
+    def _query(
+        self,
+        action: str,
+        statement: str,
+        params: Mapping[str, Any],
+        *,
+        write: bool = False,
+        check: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run one statement in one managed transaction and return its rows.
+
+        ``check`` sees the rows before the commit; whatever it raises rolls the call back.
+        """
+
+        @neo4j.unit_of_work(timeout=self.timeout_s)
+        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
+            self.statements_run += 1
+            rows = [record.data() for record in tx.run(statement, dict(params))]
+            if check is not None:
+                check(rows)
+            return rows
+
+        def run() -> list[dict[str, Any]]:
+            with self._driver.session(database=self.database) as session:
+                execute = session.execute_write if write else session.execute_read
+                return execute(work)
+
+        return self._attempts(action, run)
+
+    def file_states(self) -> dict[str, FileState]:
+        rows = self._query("file_states", cypher.FILE_STATES, {})
+        return {
+            row["path"]: FileState(row["path"], row["mtime_ns"], row["size"], row["sha256"])
+            for row in rows
+        }
+
+    def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
+        files = list(files)
+        for sync in files:
+            for block in sync.blocks:
+                if block.file != sync.state.path:
+                    raise ValueError(
+                        f"block {block.id} says file {block.file!r}, not {sync.state.path!r}"
+                    )
+        if not files:
+            return []
+        blocks = [
+            {
+                "id": b.id,
+                "file": b.file,
+                "text": b.text,
+                "hash": b.hash,
+                "version": b.version,
+                "position": b.position,
+            }
+            for sync in files
+            for b in sync.blocks
+        ]
+        params = {
+            "files": [
+                {
+                    "path": s.state.path,
+                    "mtime_ns": s.state.mtime_ns,
+                    "size": s.state.size,
+                    "sha256": s.state.sha256,
+                    "ids": [b.id for b in s.blocks],
+                }
+                for s in files
+            ],
+            "blocks": blocks,
+            "now": _now(),
+        }
+        statement = cypher.SYNC_FILES if blocks else cypher.SYNC_FILES_WITHOUT_BLOCKS
+        [row] = self._query("sync_files", statement, params, write=True)
+        changed = set(row["changed"])
+        listed = {b["id"] for b in blocks}
+        removed: dict[str, list[tuple[int, str]]] = {}
+        for file, position, block_id in row["removed"]:
+            if block_id not in listed:
+                removed.setdefault(file, []).append((position, block_id))
+        results = []
+        for sync in files:
+            ids = [b.id for b in sync.blocks]
+            gone = [i for _, i in sorted(removed.get(sync.state.path, ()))]
+            results.append(
+                SyncResult(
+                    sync.state.path,
+                    tuple(i for i in ids if i in changed),
+                    tuple(i for i in ids if i not in changed),
+                    tuple(gone),
+                )
+            )
+        return results
+
+    def forget_files(self, paths: Iterable[str]) -> list[str]:
+        paths = list(dict.fromkeys(paths))
+        if not paths:
+            return []
+        [row] = self._query("forget_files", cypher.FORGET_FILES, {"paths": paths}, write=True)
+        return [block_id for _, _, block_id in sorted(row["live"])]
+
+    def mark_deleted(self, block_ids: Iterable[str]) -> int:
+        ids = list(dict.fromkeys(block_ids))
+        if not ids:
+            return 0
+        params = {"ids": ids, "now": _now()}
+        [row] = self._query("mark_deleted", cypher.MARK_DELETED, params, write=True)
+        return int(row["marked"])
+
+    def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
+        ids = list(dict.fromkeys(block_ids))
+        if not ids:
+            return {}
+        rows = self._query("get_blocks", cypher.GET_BLOCKS, {"ids": ids})
+        return {row["id"]: StoredBlock(**row) for row in rows}
+
+    def blocks_of_file(self, path: str) -> list[StoredBlock]:
+        rows = self._query("blocks_of_file", cypher.BLOCKS_OF_FILE, {"path": path})
+        return [StoredBlock(**row) for row in rows]
+
+    def set_versions(self, versions: Mapping[str, int]) -> None:
+        if not versions:
+            return
+        rows = [{"id": block_id, "version": version} for block_id, version in versions.items()]
+        self._query("set_versions", cypher.SET_VERSIONS, {"rows": rows}, write=True)
+
+    def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
+        """Make these the claims each block originates, in the order given (see GraphStore).
+
+        Raises:
+            StoreError: A block id is not in the store (nothing is written).
+        """
+        if not claims_by_block:
+            return
+        rows = []
+        ordinal = 0
+        for block_id, claims in claims_by_block.items():
+            listed: dict[str, dict[str, Any]] = {}
+            for claim in claims:
+                if claim.block_id != block_id:
+                    raise ValueError(
+                        f"claim {claim.id} names block {claim.block_id}, not {block_id}"
+                    )
+                if claim.id not in listed:
+                    listed[claim.id] = {"id": claim.id, "text": claim.text, "ordinal": ordinal}
+                    ordinal += 1
+            rows.append(
+                {"block_id": block_id, "claim_ids": list(listed), "claims": list(listed.values())}
+            )
+
+        def check(result: list[dict[str, Any]]) -> None:
+            missing = sorted(set(claims_by_block) - set(result[0]["found"]))
+            if missing:
+                raise StoreError(
+                    f"replace_claims: no such block in the store: {', '.join(missing[:5])}"
+                )
+
+        params = {"rows": rows}
+        self._query("replace_claims", cypher.REPLACE_CLAIMS, params, write=True, check=check)
+
+    def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
+        """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
+        ids = list(dict.fromkeys(block_ids))
+        result: dict[str, list[StoredClaim]] = {block_id: [] for block_id in ids}
+        if not ids:
+            return result
+        rows = self._query("claims_of_blocks", cypher.CLAIMS_OF_BLOCKS, {"ids": ids})
+        for _, claim in sorted(_claims_from_rows(rows), key=lambda item: item[0]):
+            result[claim.block_id].append(claim)
+        return result
+
+    def claims_needing_evaluation(self) -> list[StoredClaim]:
+        """See GraphStore; ordered by file, block position and claim order."""
+        rows = self._query("claims_needing_evaluation", cypher.CLAIMS_NEEDING_EVALUATION, {})
+        return [claim for _, claim in sorted(_claims_from_rows(rows), key=lambda item: item[0])]
+
+    def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
+        """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
+        if not scores:
+            return 0
+        now = _now()
+        rows = [
+            {
+                "claim_id": s.claim_id,
+                "block_id": s.block_id,
+                "evaluated_hash": s.evaluated_hash,
+                "props": _score_props(s, now),
+                "omitted": list(dict.fromkeys(s.omitted)),
+            }
+            for s in scores
+        ]
+        [row] = self._query("write_scores", cypher.WRITE_SCORES, {"rows": rows}, write=True)
+        return int(row["written"])
+
+    def counts(self) -> StoreCounts:
+        [row] = self._query("counts", cypher.COUNTS, {})
+        return StoreCounts(
+            files=row["files"],
+            blocks=row["blocks"],
+            deleted_blocks=row["deleted"],
+            claims=row["claims"],
+            scored_claims=row["scored"],
+            null_scores=row["null_scores"],
+        )
+
+    def close(self) -> None:
+        self._driver.close()

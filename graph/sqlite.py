@@ -1,0 +1,434 @@
+"""The embedded graph store: one SQLite file (stdlib ``sqlite3``, WAL), the default backend.
+
+Storage invariant. The vault is the source of truth for text; this file is a cache of what the last
+sync saw, and ``aclarai resync`` can always rebuild it from the vault. ``files`` holds the state of
+each note seen (so an unchanged note is skipped without being read); ``blocks`` holds every block id
+ever seen, with the text, hash, ``ver`` and position last synced and a ``deleted_at`` stamp instead
+of a hard delete, so a block that reappears keeps its claims and scores; ``claims`` holds claim
+texts; ``edges`` is the ``(:Claim)-[:ORIGINATES_FROM]->(:Block)`` relation and carries the scores.
+
+On an edge, ``evaluated_hash IS NULL`` means "not evaluated yet" (the missing score row of the
+interface: read back as ``StoredClaim.score is None``); an evaluated edge whose score column is
+NULL means "that evaluation failed" and ``status`` says why. A failure is never stored as 0.
+Scores count for the block hash in ``evaluated_hash`` only: once the block's hash moves on they
+are stale and the claim needs evaluating again.
+
+One connection, shared by every thread behind a lock (the daemon's consumer calls in from several
+workers); each method is one transaction. Other processes may open the same file (WAL lets
+readers run beside the writer); a writer that waits longer than ``busy_timeout_ms`` gets
+:class:`StoreUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aclarai.graph.base import (
+    ClaimRecord,
+    FileState,
+    FileSync,
+    GraphStore,
+    ScoreRecord,
+    StoreCounts,
+    StoredBlock,
+    StoredClaim,
+    SyncResult,
+)
+from aclarai.graph.migrations import migrate
+from aclarai.parsers import StoreError, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+# Primary result codes that mean "another process holds the file" or "the disk failed": worth
+# retrying later, unlike a constraint violation or a corrupt file.
+_UNAVAILABLE_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR})
+
+# ``x IN (SELECT value FROM json_each(?))`` binds a whole id list as one JSON parameter: one
+# statement per call whatever its size, and no SQLITE_MAX_VARIABLE_NUMBER chunking.
+_IN_JSON = "IN (SELECT value FROM json_each(?))"
+
+_BLOCK_COLUMNS = "id, file, text, hash, version, position, updated_at, deleted_at"
+
+_UPSERT_BLOCK = f"""
+    INSERT INTO blocks ({_BLOCK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
+    ON CONFLICT (id) DO UPDATE SET
+        file = excluded.file, text = excluded.text, hash = excluded.hash,
+        version = excluded.version, position = excluded.position,
+        updated_at = excluded.updated_at, deleted_at = NULL
+"""
+
+_UPSERT_FILE = """
+    INSERT INTO files (path, mtime_ns, size, sha256) VALUES (?, ?, ?, ?)
+    ON CONFLICT (path) DO UPDATE SET
+        mtime_ns = excluded.mtime_ns, size = excluded.size, sha256 = excluded.sha256
+"""
+
+_CLAIM_COLUMNS = """
+    c.id, e.block_id, c.text, e.evaluated_hash, e.entailed_score, e.coverage_score,
+    e.decontextualization_score, e.status, e.model, e.verdict, e.justification, e.omitted,
+    e.evaluated_at
+"""
+
+_WRITE_SCORE = """
+    UPDATE edges SET
+        entailed_score = ?, coverage_score = ?, decontextualization_score = ?, quality = ?,
+        verdict = ?, justification = ?, status = ?, model = ?, evaluated_hash = ?,
+        evaluated_at = ?, omitted = ?
+    WHERE claim_id = ? AND block_id = ?
+      AND EXISTS (SELECT 1 FROM blocks b WHERE b.id = edges.block_id AND b.hash = ?)
+"""
+
+_ANY_NULL_SCORE = (
+    "(e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)"
+)
+
+
+def translate_error(exc: sqlite3.Error, context: str) -> StoreError:
+    """The store error for a sqlite3 exception (raise it ``from exc`` to keep the cause).
+
+    Args:
+        exc: What sqlite3 raised.
+        context: Where it happened, for the message.
+
+    Returns:
+        :class:`StoreUnavailable` when the file is locked or the disk failed, else
+        :class:`StoreError`.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    message = f"{context}: {exc}"
+    if (code is not None and code & 0xFF in _UNAVAILABLE_CODES) or "locked" in str(exc):
+        return StoreUnavailable(message)
+    return StoreError(message)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _json_list(values: Iterable[str]) -> str:
+    return json.dumps(list(values))
+
+
+def _stored_block(row: Sequence[Any]) -> StoredBlock:
+    return StoredBlock(*row)
+
+
+def _stored_claim(row: Sequence[Any]) -> StoredClaim:
+    claim_id, block_id, text, evaluated_hash, entailed, coverage, decontext, *rest = row
+    status, model, verdict, justification, omitted, evaluated_at = rest
+    score = None
+    if evaluated_hash is not None:
+        score = ScoreRecord(
+            claim_id=claim_id,
+            block_id=block_id,
+            evaluated_hash=evaluated_hash,
+            entailed_score=entailed,
+            coverage_score=coverage,
+            decontextualization_score=decontext,
+            status=status,
+            model=model,
+            verdict=verdict,
+            justification=justification,
+            omitted=tuple(json.loads(omitted)) if omitted else (),
+            evaluated_at=evaluated_at,
+        )
+    return StoredClaim(id=claim_id, block_id=block_id, text=text, score=score)
+
+
+class SqliteStore(GraphStore):
+    """The embedded store in one SQLite file; see the module docstring for what its rows mean."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
+        """Open (creating folders, file and schema as needed) the store at ``path``.
+
+        Args:
+            path: The database file; keep it outside the vault (sync tools corrupt live files).
+            busy_timeout_ms: How long a write waits for another process's lock before
+                :class:`StoreUnavailable` is raised.
+
+        Raises:
+            StoreUnavailable: The file is locked or the disk failed.
+            StoreError: The folder cannot be created, the file is not an aclarai database, or
+                it was written by a newer aclarai.
+        """
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of {self.path}: {exc}") from exc
+        with self._errors("open"):
+            conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if mode != "wal":
+                    logger.warning("%s: WAL unavailable, journal mode is %s", self.path, mode)
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                applied = migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+        if applied:
+            logger.info("%s: applied schema migrations %s", self.path, ", ".join(applied))
+        self._conn = conn
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise translate_error(exc, f"graph store {self.path}: {action} failed") from exc
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors(action):
+            if self._conn is None:
+                raise StoreError(f"graph store {self.path} is closed")
+            yield self._conn
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken IMMEDIATE so a lock wait happens at BEGIN, not midway."""
+        with self._read(action) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def file_states(self) -> dict[str, FileState]:
+        with self._read("file_states") as conn:
+            rows = conn.execute("SELECT path, mtime_ns, size, sha256 FROM files").fetchall()
+        return {row[0]: FileState(*row) for row in rows}
+
+    def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
+        files = list(files)
+        for sync in files:
+            for block in sync.blocks:
+                if block.file != sync.state.path:
+                    raise ValueError(
+                        f"block {block.id} says file {block.file!r}, not {sync.state.path!r}"
+                    )
+        if not files:
+            return []
+        listed = {block.id for sync in files for block in sync.blocks}
+        paths = {sync.state.path for sync in files}
+        now = _now()
+        with self._write("sync_files") as conn:
+            rows = conn.execute(
+                f"SELECT id, file, hash, version, position, deleted_at FROM blocks "
+                f"WHERE id {_IN_JSON} OR file {_IN_JSON}",
+                (_json_list(listed), _json_list(paths)),
+            ).fetchall()
+            known = {row[0]: row[1:] for row in rows}
+            # Live blocks each path held before this call, in file order, for ``removed``.
+            held: dict[str, list[tuple[int, str]]] = {}
+            for block_id, (file, _, _, position, deleted_at) in known.items():
+                if file in paths and deleted_at is None:
+                    held.setdefault(file, []).append((position, block_id))
+            writes: list[tuple[str, str, str, str, int, int, str]] = []
+            results: list[SyncResult] = []
+            for sync in files:
+                changed: list[str] = []
+                unchanged: list[str] = []
+                for b in sync.blocks:
+                    old = known.get(b.id)
+                    new = (b.file, b.hash, b.version, b.position, None)
+                    if old is None or old[4] is not None or old[1] != b.hash:
+                        changed.append(b.id)
+                    else:
+                        unchanged.append(b.id)
+                    if old != new:
+                        writes.append((b.id, b.file, b.text, b.hash, b.version, b.position, now))
+                        known[b.id] = new
+                gone = [i for _, i in sorted(held.get(sync.state.path, ())) if i not in listed]
+                results.append(
+                    SyncResult(sync.state.path, tuple(changed), tuple(unchanged), tuple(gone))
+                )
+            conn.executemany(_UPSERT_BLOCK, writes)
+            conn.executemany(
+                _UPSERT_FILE,
+                [(s.state.path, s.state.mtime_ns, s.state.size, s.state.sha256) for s in files],
+            )
+        return results
+
+    def forget_files(self, paths: Iterable[str]) -> list[str]:
+        paths_json = _json_list(paths)
+        with self._write("forget_files") as conn:
+            rows = conn.execute(
+                f"SELECT id FROM blocks WHERE file {_IN_JSON} AND deleted_at IS NULL "
+                "ORDER BY file, position",
+                (paths_json,),
+            ).fetchall()
+            conn.execute(f"DELETE FROM files WHERE path {_IN_JSON}", (paths_json,))
+        return [block_id for (block_id,) in rows]
+
+    def mark_deleted(self, block_ids: Iterable[str]) -> int:
+        with self._write("mark_deleted") as conn:
+            cursor = conn.execute(
+                f"UPDATE blocks SET deleted_at = ? WHERE id {_IN_JSON} AND deleted_at IS NULL",
+                (_now(), _json_list(block_ids)),
+            )
+            return cursor.rowcount
+
+    def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
+        with self._read("get_blocks") as conn:
+            rows = conn.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE id {_IN_JSON}",
+                (_json_list(block_ids),),
+            ).fetchall()
+        return {row[0]: _stored_block(row) for row in rows}
+
+    def blocks_of_file(self, path: str) -> list[StoredBlock]:
+        with self._read("blocks_of_file") as conn:
+            rows = conn.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE file = ? AND deleted_at IS NULL "
+                "ORDER BY position",
+                (path,),
+            ).fetchall()
+        return [_stored_block(row) for row in rows]
+
+    def set_versions(self, versions: Mapping[str, int]) -> None:
+        with self._write("set_versions") as conn:
+            conn.executemany(
+                "UPDATE blocks SET version = ? WHERE id = ?",
+                [(version, block_id) for block_id, version in versions.items()],
+            )
+
+    def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
+        """Make these the claims each block originates, in the order given (see GraphStore).
+
+        Raises:
+            StoreError: A block id is not in the store.
+        """
+        wanted: dict[tuple[str, str], tuple[int, str]] = {}
+        for block_id, claims in claims_by_block.items():
+            for claim in claims:
+                if claim.block_id != block_id:
+                    raise ValueError(
+                        f"claim {claim.id} names block {claim.block_id}, not {block_id}"
+                    )
+                wanted.setdefault((claim.id, block_id), (len(wanted), claim.text))
+        blocks_json = _json_list(claims_by_block)
+        with self._write("replace_claims") as conn:
+            missing = conn.execute(
+                "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM blocks)",
+                (blocks_json,),
+            ).fetchall()
+            if missing:
+                names = ", ".join(value for (value,) in missing[:5])
+                raise StoreError(f"replace_claims: no such block in the store: {names}")
+            existing = conn.execute(
+                f"SELECT claim_id, block_id FROM edges WHERE block_id {_IN_JSON}", (blocks_json,)
+            ).fetchall()
+            dropped = [edge for edge in existing if edge not in wanted]
+            conn.executemany("DELETE FROM edges WHERE claim_id = ? AND block_id = ?", dropped)
+            conn.executemany(
+                "INSERT INTO claims (id, text) VALUES (?, ?) ON CONFLICT (id) DO UPDATE "
+                "SET text = excluded.text WHERE text IS NOT excluded.text",
+                [(claim_id, text) for (claim_id, _), (_, text) in wanted.items()],
+            )
+            conn.executemany(
+                "INSERT INTO edges (claim_id, block_id, ordinal) VALUES (?, ?, ?) "
+                "ON CONFLICT (claim_id, block_id) DO UPDATE SET ordinal = excluded.ordinal",
+                [(c, b, ordinal) for (c, b), (ordinal, _) in wanted.items()],
+            )
+            conn.execute(
+                f"DELETE FROM claims WHERE id {_IN_JSON} "
+                "AND NOT EXISTS (SELECT 1 FROM edges WHERE edges.claim_id = claims.id)",
+                (_json_list(claim_id for claim_id, _ in dropped),),
+            )
+
+    def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
+        """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
+        ids = list(dict.fromkeys(block_ids))
+        with self._read("claims_of_blocks") as conn:
+            rows = conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM edges e JOIN claims c ON c.id = e.claim_id "
+                f"WHERE e.block_id {_IN_JSON} ORDER BY e.block_id, e.ordinal",
+                (_json_list(ids),),
+            ).fetchall()
+        result: dict[str, list[StoredClaim]] = {block_id: [] for block_id in ids}
+        for row in rows:
+            result[row[1]].append(_stored_claim(row))
+        return result
+
+    def claims_needing_evaluation(self) -> list[StoredClaim]:
+        """See GraphStore; ordered by file, block position and claim order."""
+        with self._read("claims_needing_evaluation") as conn:
+            rows = conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM edges e "
+                "JOIN blocks b ON b.id = e.block_id JOIN claims c ON c.id = e.claim_id "
+                "WHERE b.deleted_at IS NULL AND (e.evaluated_hash IS NULL "
+                f"OR e.evaluated_hash IS NOT b.hash OR {_ANY_NULL_SCORE}) "
+                "ORDER BY b.file, b.position, e.ordinal"
+            ).fetchall()
+        return [_stored_claim(row) for row in rows]
+
+    def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
+        """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
+        now = _now()
+        params = [
+            (
+                s.entailed_score,
+                s.coverage_score,
+                s.decontextualization_score,
+                s.quality,
+                s.verdict,
+                s.justification,
+                s.status,
+                s.model,
+                s.evaluated_hash,
+                s.evaluated_at or now,
+                json.dumps(list(s.omitted)),
+                s.claim_id,
+                s.block_id,
+                s.evaluated_hash,
+            )
+            for s in scores
+        ]
+        with self._write("write_scores") as conn:
+            return conn.executemany(_WRITE_SCORE, params).rowcount
+
+    def counts(self) -> StoreCounts:
+        with self._read("counts") as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM files),"
+                " (SELECT count(*) FROM blocks WHERE deleted_at IS NULL),"
+                " (SELECT count(*) FROM blocks WHERE deleted_at IS NOT NULL),"
+                " (SELECT count(*) FROM claims),"
+                " (SELECT count(DISTINCT claim_id) FROM edges e"
+                f"   WHERE e.evaluated_hash IS NOT NULL AND NOT {_ANY_NULL_SCORE}),"
+                " (SELECT count(DISTINCT claim_id) FROM edges e"
+                f"   WHERE e.evaluated_hash IS NOT NULL AND {_ANY_NULL_SCORE})"
+            ).fetchone()
+        return StoreCounts(*row)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,266 @@
+"""A scripted OpenAI-compatible HTTP server for the LLM-path tests.
+
+Real HTTP on a loopback port, so requests go through the whole client stack (llama-index, openai,
+httpx). Each test queues the replies it wants for ``/v1/chat/completions``: good JSON, free text,
+fenced JSON, error statuses with headers, slow replies. When the queue is empty a ``responder``
+callable (if set) answers from the request; otherwise the server answers 418, which the client
+treats as a refused request, so an unplanned call shows up as a failed test. ``/v1/embeddings``
+answers deterministic bag-of-words vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+EMBEDDING_DIM = 32
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer to a chat completion."""
+
+    content: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    raw_body: str | None = None
+    """Send this body verbatim instead of a chat completion."""
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def json_reply(obj: Any) -> Reply:
+    return Reply(content=json.dumps(obj))
+
+
+def status(code: int, headers: dict[str, str] | None = None, message: str = "scripted") -> Reply:
+    body = json.dumps({"error": {"message": message, "type": "scripted", "code": code}})
+    return Reply(status=code, headers=headers or {}, raw_body=body)
+
+
+def slow(delay_s: float, content: str = "{}") -> Reply:
+    return Reply(content=content, delay_s=delay_s)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return list(self.body.get("messages", []))
+
+    @property
+    def user_text(self) -> str:
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "user")
+
+    @property
+    def system_text(self) -> str:
+        return "\n".join(m["content"] for m in self.messages if m["role"] == "system")
+
+
+class ScriptedLLMServer:
+    """Start with :func:`scripted_llm_server`; queue replies; inspect :attr:`requests`."""
+
+    def __init__(self) -> None:
+        self._replies: deque[Reply] = deque()
+        self.responder: Callable[[Recorded], Reply] | None = None
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def chat_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next_reply(self, request: Recorded) -> Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        if self.responder is not None:
+            return self.responder(request)
+        return status(418, message="no scripted reply left")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    body = {}
+                recorded = Recorded(self.path, body)
+                with server._lock:
+                    server.requests.append(recorded)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if self.path.endswith("/embeddings"):
+                        self._send(200, {}, json.dumps(_embeddings(body)))
+                    elif self.path.endswith("/chat/completions"):
+                        self._answer(server._next_reply(recorded), body)
+                    else:
+                        self._send(404, {}, json.dumps({"error": {"message": "no such path"}}))
+                except OSError:
+                    pass  # the client gave up (timeout test) and closed the socket
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
+                if reply.delay_s and server._stopping.wait(reply.delay_s):
+                    return
+                if reply.raw_body is not None:
+                    self._send(reply.status, reply.headers, reply.raw_body)
+                    return
+                self._send(reply.status, reply.headers, json.dumps(_completion(reply, body)))
+
+            def _send(self, code: int, headers: dict[str, str], payload: str) -> None:
+                data = payload.encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    prompt_chars = sum(len(m.get("content") or "") for m in body.get("messages", []))
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "scripted"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_chars // 4,
+            "completion_tokens": len(reply.content) // 4,
+            "total_tokens": prompt_chars // 4 + len(reply.content) // 4,
+        },
+    }
+
+
+def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    inputs = body.get("input", [])
+    texts = [inputs] if isinstance(inputs, str) else list(inputs)
+    data = [
+        {"object": "embedding", "index": i, "embedding": embed_words(text)}
+        for i, text in enumerate(texts)
+    ]
+    tokens = sum(len(t.split()) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", "scripted"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def embed_words(text: str) -> list[float]:
+    """A deterministic bag-of-words vector: texts sharing words point the same way."""
+    vector = [0.0] * EMBEDDING_DIM
+    for word in re.findall(r"\w+", text.lower()):
+        bucket = int(hashlib.sha256(word.encode()).hexdigest(), 16) % EMBEDDING_DIM
+        vector[bucket] += 1.0
+    return vector
+
+
+@contextmanager
+def scripted_llm_server() -> Iterator[ScriptedLLMServer]:
+    server = ScriptedLLMServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+CLAIM_ID = re.compile(r'<untrusted kind="claim" id="(c\d+)">')
+
+
+def claim_ids(request: Recorded) -> list[str]:
+    """The claim ids a combined-mode prompt asks about, in order."""
+    return CLAIM_ID.findall(request.user_text)
+
+
+def combined_responder(
+    *,
+    entailment: str = "entailed",
+    coverage: float = 0.8,
+    decontextualization: float = 0.9,
+    verdict: str = "supported",
+    skip: frozenset[str] = frozenset(),
+) -> Callable[[Recorded], Reply]:
+    """Answers a combined-mode call with one good result per claim id (except ``skip``)."""
+
+    def respond(request: Recorded) -> Reply:
+        results = [
+            {
+                "id": cid,
+                "entailment": entailment,
+                "coverage_score": coverage,
+                "omitted": ["1998"],
+                "decontextualization_score": decontextualization,
+                "verdict": verdict,
+                "justification": f"scripted for {cid}",
+            }
+            for cid in claim_ids(request)
+            if cid not in skip
+        ]
+        return json_reply({"results": results})
+
+    return respond

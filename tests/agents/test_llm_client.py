@@ -1,0 +1,283 @@
+"""The endpoint client through the real stack (llama-index → openai → HTTP) on a scripted server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import openai
+import pytest
+
+from aclarai.agents.llm_client import EndpointSettings, LLMClient
+from aclarai.agents.llm_limits import RateLimiter
+from aclarai.agents.llm_schemas import JudgeOut, UnparseableOutput, parse_json_output
+from aclarai.agents.prompts import Message
+from aclarai.parsers import EvaluationError, EvaluatorUnavailable
+from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, slow, status, text
+
+MESSAGES = [Message("system", "Grade it."), Message("user", "the answer")]
+GOOD = {"score": 0.75, "reason": "fine"}
+
+
+def test_good_json_is_parsed_and_json_mode_requested(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+    llm_server.queue(json_reply(GOOD))
+
+    reply = client.complete_json("judge-model", MESSAGES, JudgeOut)
+
+    assert reply == JudgeOut(score=0.75, reason="fine")
+    body = llm_server.chat_requests[0].body
+    assert body["model"] == "judge-model"
+    assert body["response_format"] == {"type": "json_object"}
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    usage = client.usage.snapshot()
+    assert usage["calls"] == 1
+    assert usage["prompt_tokens"] > 0
+    assert usage["completion_tokens"] > 0
+    assert usage["failures"] == 0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```json\n{"score": 0.5, "reason": "fenced"}\n```',
+        '```\n{"score": 0.5, "reason": "fenced"}\n```',
+        'Sure! Here it is: {"score": 0.5, "reason": "fenced"} Hope this helps.',
+    ],
+)
+def test_fenced_or_wrapped_json_is_accepted_without_repair(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], reply: str
+) -> None:
+    client = make_client()
+    llm_server.queue(text(reply))
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.5
+    assert len(llm_server.chat_requests) == 1
+
+
+def test_malformed_reply_gets_exactly_one_repair_turn(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+    llm_server.queue(text("The score is high."), json_reply(GOOD))
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+
+    repair = llm_server.chat_requests[1].messages
+    assert repair[-2] == {"role": "assistant", "content": "The score is high."}
+    assert "could not be used" in repair[-1]["content"]
+    assert client.usage.snapshot()["failures"] == 0
+
+
+def test_malformed_twice_raises_unparseable_after_two_calls(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+    llm_server.queue(text("nope"), json_reply({"score": 1.7}))
+
+    with pytest.raises(UnparseableOutput, match="score"):
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert len(llm_server.chat_requests) == 2
+    assert client.usage.snapshot()["failures"] == 1
+
+
+def test_429_honours_retry_after(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+    llm_server.queue(status(429, {"Retry-After": "1"}), json_reply(GOOD))
+
+    started = time.monotonic()
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+    elapsed = time.monotonic() - started
+
+    assert elapsed >= 0.95, "the client must wait as long as Retry-After asks"
+    usage = client.usage.snapshot()
+    assert (usage["calls"], usage["retries"], usage["failures"]) == (2, 1, 0)
+
+
+def test_5xx_is_retried_up_to_max_attempts_then_unavailable(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(max_attempts=3)
+    llm_server.queue(status(500), status(502), status(503), json_reply(GOOD))
+
+    with pytest.raises(EvaluatorUnavailable) as caught:
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert isinstance(caught.value.__cause__, openai.InternalServerError)
+    assert len(llm_server.chat_requests) == 3
+    usage = client.usage.snapshot()
+    assert (usage["calls"], usage["retries"], usage["failures"]) == (3, 2, 1)
+
+
+def test_5xx_then_success_recovers(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(max_attempts=3)
+    llm_server.queue(status(500), status(503), json_reply(GOOD))
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+    assert len(llm_server.chat_requests) == 3
+
+
+def test_slow_reply_times_out_and_is_retried(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(timeout_s=0.3, max_attempts=2)
+    llm_server.queue(slow(3.0, '{"score": 0.1}'), json_reply(GOOD))
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+    assert len(llm_server.chat_requests) == 2
+
+
+def test_per_call_timeout_overrides_the_default(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(timeout_s=5.0, max_attempts=1)
+    llm_server.queue(slow(3.0, '{"score": 0.1}'))
+
+    started = time.monotonic()
+    with pytest.raises(EvaluatorUnavailable, match="timed out") as caught:
+        client.complete_json("m", MESSAGES, JudgeOut, timeout_s=0.3)
+
+    assert time.monotonic() - started < 2.0
+    assert isinstance(caught.value.__cause__, openai.APITimeoutError)
+
+
+@pytest.mark.parametrize("code", [400, 401, 404, 422])
+def test_client_errors_are_not_retried(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], code: int
+) -> None:
+    client = make_client(json_mode=False)
+    llm_server.queue(status(code), json_reply(GOOD))
+
+    with pytest.raises(EvaluationError) as caught:
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert not isinstance(caught.value, EvaluatorUnavailable)
+    assert isinstance(caught.value.__cause__, openai.APIStatusError)
+    assert len(llm_server.chat_requests) == 1
+
+
+def test_refused_json_mode_falls_back_to_tolerant_parsing(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(json_mode=True)
+    llm_server.queue(
+        status(400, message="response_format is not supported"),
+        text('```json\n{"score": 0.25}\n```'),
+        json_reply(GOOD),
+    )
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.25
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+
+    formats = [r.body.get("response_format") for r in llm_server.chat_requests]
+    assert formats == [{"type": "json_object"}, None, None]
+
+
+def test_unreachable_endpoint_is_unavailable(make_client: Callable[..., LLMClient]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = make_client(api_base=f"http://127.0.0.1:{port}/v1", max_attempts=2)
+
+    with pytest.raises(EvaluatorUnavailable, match="cannot reach") as caught:
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert isinstance(caught.value.__cause__, openai.APIConnectionError)
+    assert client.usage.snapshot()["calls"] == 2
+
+
+def test_concurrency_limit_holds_at_the_server(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(max_concurrency=2)
+    llm_server.queue(*[slow(0.25, '{"score": 0.5}') for _ in range(6)])
+    results: list[float] = []
+
+    def call() -> None:
+        results.append(client.complete_json("m", MESSAGES, JudgeOut).score)
+
+    threads = [threading.Thread(target=call) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+
+    assert results == [0.5] * 6
+    assert llm_server.max_in_flight == 2
+
+
+def test_rate_limiter_keeps_to_its_window() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    limiter = RateLimiter(3, 10.0, clock=lambda: now[0], sleep=sleep)
+    waits = [limiter.acquire() for _ in range(3)]
+    now[0] = 4.0
+    fourth = limiter.acquire()
+
+    assert waits == [0.0, 0.0, 0.0]
+    assert fourth == pytest.approx(6.0)
+    assert now[0] == pytest.approx(10.0)
+    assert slept == [pytest.approx(6.0)]
+
+
+def test_rate_limiter_rejects_nonsense() -> None:
+    with pytest.raises(ValueError):
+        RateLimiter(0, 60.0)
+
+
+def test_endpoint_settings_from_config_section() -> None:
+    from aclarai.daemon.config import LLMSettings
+
+    section = LLMSettings(api_base="http://127.0.0.1:1/v1", timeout_s=7.0, max_concurrency=3)
+    settings = EndpointSettings.from_settings(section, max_attempts=5)
+
+    assert settings.api_base == "http://127.0.0.1:1/v1"
+    assert (settings.timeout_s, settings.max_concurrency, settings.max_attempts) == (7.0, 3, 5)
+    assert settings.json_mode is section.json_mode
+
+
+def test_embeddings_come_back_in_order(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+
+    vectors = client.embed("embed-model", ["alpha beta", "gamma"])
+
+    assert len(vectors) == 2
+    assert vectors[0] != vectors[1]
+    assert llm_server.requests[-1].body["input"] == ["alpha beta", "gamma"]
+    assert client.usage.snapshot()["calls"] == 1
+
+
+def test_usage_summary_reads_as_one_line(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client()
+    llm_server.queue(json_reply(GOOD))
+    client.complete_json("m", MESSAGES, JudgeOut)
+    client.usage.add(cache_hits=2)
+
+    summary = client.usage.summary()
+
+    assert summary.startswith("LLM calls 1 ")
+    assert "cache hits 2" in summary
+    assert "\n" not in summary
+
+
+def test_parse_json_output_rejects_text_without_an_object() -> None:
+    with pytest.raises(UnparseableOutput, match="no JSON object"):
+        parse_json_output("1.0", JudgeOut)

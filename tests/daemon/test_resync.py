@@ -1,0 +1,262 @@
+"""End-to-end ``resync`` over real files and a real SQLite store."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from aclarai.agents import EvalItem, Evaluator, Score
+from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
+from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
+from aclarai.daemon.resync import resync
+from aclarai.daemon.scan import Scanner
+from aclarai.parsers import SCORE_NAMES, parse_note
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(ROOT / "sample_vault", target)
+    return target
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
+    before = snapshot(vault)
+    summary = resync(config, vault)
+    assert summary.ok
+    after = snapshot(vault)
+    assert after["Ideas.md"] == before["Ideas.md"]
+    assert after[".obsidian/app.json"] == before[".obsidian/app.json"]
+    assert summary.scan.files_with_markers == 7
+    assert summary.drain.files_written == 7
+    assert summary.counts is not None and summary.counts.blocks == summary.scan.blocks_seen
+    assert summary.counts.scored_claims > 30
+
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        for rel in (r for r in after if r.endswith(".md") and r != "Ideas.md"):
+            text = after[rel].decode()
+            note = parse_note(text)
+            old = {b.id: b for b in parse_note(before[rel].decode()).blocks}
+            claims = store.claims_of_blocks([b.id for b in note.blocks])
+            for block in note.blocks:
+                assert block.hash == old[block.id].hash
+                found = claims[block.id]
+                scored = [c for c in found if c.score is not None]
+                if not scored:
+                    assert block.scores == {} and block.version == old[block.id].version
+                    continue
+                assert block.version == old[block.id].version + 1
+                for name in SCORE_NAMES:
+                    values = [
+                        getattr(c.score, name) for c in scored if getattr(c.score, name) is not None
+                    ]
+                    assert block.scores[name] == pytest.approx(round(min(values), 2))
+        assert "blk-notreal" not in store.get_blocks(["blk-notreal"])
+    finally:
+        store.close()
+    crlf = after["meetings/2024-06-17 Retro.md"]
+    assert crlf.count(b"\r\n") == crlf.count(b"\n")
+    assert "aclarai:entailed_score=" in crlf.decode()
+
+
+def test_second_run_does_nothing(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    first = snapshot(vault)
+    again = resync(config, vault)
+    assert again.scan.files_parsed == 0
+    assert again.drain.claims_evaluated == 0
+    assert again.drain.files_written == 0
+    assert snapshot(vault) == first
+
+
+def test_scores_visibly_differ_on_context_dependent_utterances(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    note = parse_note((vault / "meetings/2024-06-05 Planning.md").read_text())
+    by_text = {b.text.split(":", 1)[1].strip(): b for b in note.blocks}
+    vague = by_text["He said it would be done by Friday."]
+    concrete = by_text["We have 42 story points planned for sprint 18, which ends on June 19."]
+    assert vague.scores["decontextualization_score"] < concrete.scores["decontextualization_score"]
+
+
+def test_editing_one_block_rescores_only_it(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    rel = "meetings/2024-06-07 Incident review.md"
+    path = vault / rel
+    text = path.read_text()
+    path.write_text(text.replace("roughly 1,200 orders", "roughly 3,400 orders"))
+    others = {k: v for k, v in snapshot(vault).items() if k != rel}
+    summary = resync(config, vault)
+    assert summary.scan.dirty_blocks == 1
+    assert summary.drain.claims_evaluated == 1
+    assert {k: v for k, v in snapshot(vault).items() if k != rel} == others
+    edited = next(b for b in parse_note(path.read_text()).blocks if "3,400" in b.text)
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        [claim] = store.claims_of_blocks([edited.id])[edited.id]
+        assert claim.score is not None and claim.score.evaluated_hash == edited.hash
+        assert "3,400" in claim.text
+    finally:
+        store.close()
+
+
+def test_dry_run_changes_nothing(vault: Path, config: Config) -> None:
+    before = snapshot(vault)
+    summary = resync(config, vault, dry_run=True)
+    assert summary.scan.dirty_blocks == 54
+    assert snapshot(vault) == before
+    assert resync(config, vault).scan.dirty_blocks == 54
+
+
+def test_cli_resync_prints_a_summary(vault: Path, tmp_path: Path) -> None:
+    env = {
+        "ACLARAI_STATE_DIR": str(tmp_path / "cli-state"),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "aclarai.daemon.cli", "resync", str(vault)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "notes rewritten" in out.stdout and "time" in out.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "aclarai.daemon.cli", "resync", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert missing.returncode != 0
+    assert "does not exist" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_duplicate_ids_reported_once_and_second_copy_skipped(vault: Path, config: Config) -> None:
+    src = vault / "meetings/2024-06-03 Standup.md"
+    copy = vault / "zz-copy.md"
+    shutil.copy(src, copy)
+    summary = resync(config, vault)
+    assert summary.scan.duplicates
+    ids = {d[0] for d in summary.scan.duplicates}
+    assert len(ids) == len(summary.scan.duplicates)
+    assert all(
+        d[1] == "meetings/2024-06-03 Standup.md" and d[2] == "zz-copy.md"
+        for d in summary.scan.duplicates
+    )
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        assert all(b.file != "zz-copy.md" for b in store.get_blocks(ids).values())
+    finally:
+        store.close()
+    assert "aclarai:entailed_score" not in copy.read_text()
+
+
+class FlakyEvaluator(Evaluator):
+    """Fails every evaluation while ``failing`` is set, like an unreachable model."""
+
+    name = "flaky"
+    version = "1"
+
+    def __init__(self) -> None:
+        self.failing = True
+        self.calls = 0
+
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        self.calls += len(items)
+        if self.failing:
+            return [Score(None, None, None, status="endpoint unreachable") for _ in items]
+        return [Score(0.8, 0.6, 0.9) for _ in items]
+
+
+def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
+    state = config.state_dir_for(vault)
+    store, queue = build_store(config, state), build_queue(config, state)
+    v = build_vault(config, vault)
+    consumer = DirtyBlockConsumer(
+        v,
+        store,
+        queue,
+        build_agents(config, state).extractor,
+        evaluator,
+        ConsumerSettings(workers=1),
+    )
+    return Scanner(v, store, queue), consumer, store, queue
+
+
+def test_null_scores_write_nothing_and_are_retried(vault: Path, config: Config) -> None:
+    evaluator = FlakyEvaluator()
+    scanner, consumer, store, queue = _pipeline(config, vault, evaluator)
+    before = snapshot(vault)
+    scanner.scan()
+    stats = consumer.drain()
+    assert stats.null_scores == stats.claims_evaluated > 0
+    assert snapshot(vault) == before
+    assert store.counts().null_scores == stats.claims_evaluated
+    evaluator.failing = False
+    report = scanner.scan()
+    assert report.rescore_blocks > 0 and report.dirty_blocks == 0
+    consumer.drain()
+    assert store.counts().null_scores == 0
+    assert "aclarai:entailed_score=0.80" in (vault / "meetings/2024-06-03 Standup.md").read_text()
+    store.close()
+    queue.close()
+
+
+class EditingEvaluator(FlakyEvaluator):
+    """Simulates the user typing into the note while its claims are being evaluated."""
+
+    def __init__(self, note: Path) -> None:
+        super().__init__()
+        self.failing = False
+        self.note = note
+        self.edited = False
+
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        if not self.edited:
+            self.edited = True
+            with self.note.open("a") as handle:
+                handle.write("\nuser typed this while aclarai was busy\n")
+        return super().evaluate_batch(items)
+
+
+def test_a_note_edited_during_evaluation_is_never_overwritten(vault: Path, config: Config) -> None:
+    for other in vault.rglob("*.md"):
+        if other.name != "2024-06-03 Standup.md":
+            other.unlink()
+    note = vault / "meetings/2024-06-03 Standup.md"
+    scanner, consumer, store, queue = _pipeline(config, vault, EditingEvaluator(note))
+    scanner.scan()
+    stats = consumer.drain()
+    assert stats.conflicts == 1
+    assert note.read_text().endswith("user typed this while aclarai was busy\n")
+    assert queue.depth() > 0
+    consumer.drain()
+    while queue.next_due_in_s() is not None:
+        time.sleep(queue.next_due_in_s() or 0)
+        consumer.drain()
+    text = note.read_text()
+    assert "user typed this while aclarai was busy" in text
+    assert "aclarai:entailed_score=0.80" in text
+    store.close()
+    queue.close()

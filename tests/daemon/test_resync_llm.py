@@ -1,0 +1,297 @@
+"""End-to-end ``resync`` with ``model.backend: llm`` against a scripted OpenAI-compatible server.
+
+Real HTTP through the real client stack: the responder below plays the three Claimify stages and
+the combined scoring call, reading the delimited texts of each prompt the way a model would.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.factory import build_store
+from aclarai.daemon.resync import ResyncSummary, format_summary, resync
+from aclarai.graph import StoredClaim
+from aclarai.parsers import SCORE_NAMES, parse_note
+from tests.agents.scripted_llm import (
+    Recorded,
+    Reply,
+    ScriptedLLMServer,
+    claim_ids,
+    combined_responder,
+    json_reply,
+    scripted_llm_server,
+    status,
+)
+from tests.daemon.conftest import note_text
+
+KEY_ENV = "SCRIPTED_LLM_KEY"
+NOTES = {
+    "bridge.md": note_text(
+        [
+            ("blk-a1", "alice: The bridge opened in 1998. It carries 40,000 cars a day."),
+            ("blk-a2", "bob: Thanks, sounds good!"),
+        ],
+        title="Bridge",
+    ),
+    "ops/migration.md": note_text(
+        [
+            ("blk-b1", "carol: Migration 0042 times out after 300 seconds."),
+            ("blk-b2", "dana: Sprint 18 ends on June 19."),
+        ],
+        title="Ops",
+    ),
+}
+CLAIMS = {
+    "blk-a1": ["The bridge opened in 1998.", "The bridge carries 40,000 cars a day."],
+    "blk-a2": [],
+    "blk-b1": ["Migration 0042 times out after 300 seconds."],
+    "blk-b2": ["Sprint 18 ends on June 19."],
+}
+N_CLAIMS = sum(len(c) for c in CLAIMS.values())
+SCORED_BLOCKS = sum(1 for c in CLAIMS.values() if c)
+EXTRACTION_CALLS = sum(3 if c else 1 for c in CLAIMS.values())
+"""Three stages per block; a block with nothing verifiable stops after selection."""
+
+STAGES = {
+    "selection stage": "selection",
+    "disambiguation stage": "disambiguation",
+    "decomposition stage": "decomposition",
+    "You grade claims": "scoring",
+}
+
+
+def _delimited(request: Recorded, kind: str) -> list[str]:
+    pattern = rf'<untrusted kind="{kind}"(?: n="\d+")?>\n(.*?)\n</untrusted>'
+    return re.findall(pattern, request.user_text, flags=re.DOTALL)
+
+
+def stage(request: Recorded) -> str:
+    for marker, name in STAGES.items():
+        if marker in request.system_text:
+            return name
+    raise AssertionError(f"unexpected prompt: {request.system_text[:80]!r}")
+
+
+def claimify(request: Recorded) -> Reply:
+    """Selection keeps sentences with a number, disambiguation resolves "It", decomposition
+    keeps each sentence as one claim."""
+    name = stage(request)
+    if name == "selection":
+        [block] = _delimited(request, "target_block")
+        utterance = block.split(": ", 1)[-1]
+        sentences = re.split(r"(?<=[.!?])\s+", utterance)
+        return json_reply({"selected": [s for s in sentences if re.search(r"\d", s)]})
+    if name == "disambiguation":
+        resolved = [
+            s.replace("It ", "The bridge ") for s in _delimited(request, "selected_sentence")
+        ]
+        return json_reply({"sentences": [{"text": s, "resolved": True} for s in resolved]})
+    if name == "decomposition":
+        return json_reply({"claims": _delimited(request, "sentence")})
+    raise AssertionError(f"not a Claimify stage: {name}")
+
+
+def responder(
+    scoring: Callable[[Recorded], Reply] | None = None,
+    extraction: Callable[[Recorded], Reply] = claimify,
+) -> Callable[[Recorded], Reply]:
+    score = scoring or combined_responder(coverage=0.8, decontextualization=0.9)
+
+    def respond(request: Recorded) -> Reply:
+        return score(request) if stage(request) == "scoring" else extraction(request)
+
+    return respond
+
+
+def failing_forever() -> Callable[[Recorded], Reply]:
+    """500, then 429 with Retry-After, and so on: a down or overloaded endpoint."""
+    replies = itertools.cycle([status(500), status(429, {"Retry-After": "0"})])
+    return lambda _request: next(replies)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ScriptedLLMServer]:
+    with scripted_llm_server() as server:
+        yield server
+
+
+@pytest.fixture
+def setup(
+    tmp_path: Path,
+    llm_server: ScriptedLLMServer,
+    make_vault: Callable[[Mapping[str, str]], Path],
+) -> tuple[Config, Path]:
+    env = {
+        "ACLARAI_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "ACLARAI_MODEL__BACKEND": "llm",
+        "ACLARAI_MODEL__LLM__API_BASE": llm_server.base_url,
+        "ACLARAI_MODEL__LLM__API_KEY_ENV": KEY_ENV,
+        KEY_ENV: "scripted-key",
+        "ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS": "2",
+    }
+    return load_config(env=env), make_vault(NOTES)
+
+
+def calls_by_stage(requests: list[Recorded]) -> dict[str, int]:
+    counts = dict.fromkeys(STAGES.values(), 0)
+    for request in requests:
+        counts[stage(request)] += 1
+    return counts
+
+
+def stored_claims(config: Config, vault: Path) -> dict[str, list[StoredClaim]]:
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        return store.claims_of_blocks(CLAIMS)
+    finally:
+        store.close()
+
+
+def note_scores(vault: Path) -> dict[str, dict[str, float]]:
+    return {
+        b.id: dict(b.scores)
+        for rel in NOTES
+        for b in parse_note((vault / rel).read_text(encoding="utf-8")).blocks
+    }
+
+
+def scores_of(claim: StoredClaim) -> tuple[float | None, ...]:
+    assert claim.score is not None, f"claim {claim.id} was never evaluated"
+    return tuple(getattr(claim.score, name) for name in SCORE_NAMES)
+
+
+def new_requests(server: ScriptedLLMServer, since: int) -> list[Recorded]:
+    return server.chat_requests[since:]
+
+
+def run(config: Config, vault: Path, **options: bool) -> ResyncSummary:
+    summary = resync(config, vault, **options)
+    assert summary.store_error is None
+    return summary
+
+
+def test_llm_scores_reach_edges_and_notes_and_cost_nothing_when_unchanged(
+    setup: tuple[Config, Path], llm_server: ScriptedLLMServer
+) -> None:
+    config, vault = setup
+    llm_server.responder = responder()
+
+    first = run(config, vault)
+
+    requests = llm_server.chat_requests
+    by_stage = calls_by_stage(requests)
+    assert by_stage["selection"] + by_stage["disambiguation"] + by_stage["decomposition"] == (
+        EXTRACTION_CALLS
+    )
+    scoring = [r for r in requests if stage(r) == "scoring"]
+    assert len(scoring) == SCORED_BLOCKS <= N_CLAIMS
+    assert sum(len(claim_ids(r)) for r in scoring) == N_CLAIMS, "each claim scored in one call"
+    claims = stored_claims(config, vault)
+    assert {bid: [c.text for c in found] for bid, found in claims.items()} == CLAIMS
+    for found in claims.values():
+        for claim in found:
+            assert scores_of(claim) == (1.0, 0.8, 0.9)
+            assert claim.score is not None and claim.score.status == "ok"
+            assert claim.score.verdict == "supported"
+    assert note_scores(vault) == {
+        "blk-a1": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
+        "blk-a2": {},
+        "blk-b1": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
+        "blk-b2": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
+    }
+    assert first.usage["calls"] == len(requests)
+    assert first.usage["prompt_tokens"] > 0 and first.usage["completion_tokens"] > 0
+    assert (first.usage["cache_hits"], first.usage["failures"]) == (0, 0)
+    text = format_summary(first)
+    for row in ("llm calls", "llm prompt_tokens", "llm cache_hits", "llm failures"):
+        assert row in text
+
+    seen = len(llm_server.chat_requests)
+    second = run(config, vault)
+
+    assert new_requests(llm_server, seen) == []
+    assert second.usage["calls"] == 0
+    assert (second.scan.dirty_blocks, second.drain.claims_evaluated) == (0, 0)
+
+
+def test_reevaluate_rescores_every_claim_without_extracting_again(
+    setup: tuple[Config, Path], llm_server: ScriptedLLMServer
+) -> None:
+    config, vault = setup
+    llm_server.responder = responder()
+    run(config, vault)
+    seen = len(llm_server.chat_requests)
+    llm_server.responder = responder(combined_responder(coverage=0.6, decontextualization=0.9))
+
+    again = run(config, vault, reevaluate=True)
+
+    by_stage = calls_by_stage(new_requests(llm_server, seen))
+    assert by_stage == {
+        "selection": 0,
+        "disambiguation": 0,
+        "decomposition": 0,
+        "scoring": SCORED_BLOCKS,
+    }
+    assert again.drain.claims_evaluated == N_CLAIMS
+    assert again.usage["calls"] == SCORED_BLOCKS
+    assert all(
+        scores_of(c) == (1.0, 0.6, 0.9)
+        for found in stored_claims(config, vault).values()
+        for c in found
+    )
+    assert note_scores(vault)["blk-b1"]["coverage_score"] == 0.6
+    assert again.drain.files_written == 2
+
+
+def test_failing_endpoint_gives_null_scores_that_the_next_resync_fills(
+    setup: tuple[Config, Path], llm_server: ScriptedLLMServer
+) -> None:
+    config, vault = setup
+    original = {rel: (vault / rel).read_bytes() for rel in NOTES}
+
+    # Down for everything: nothing is extracted, the blocks stay queued, nothing crashes.
+    llm_server.responder = failing_forever()
+    down = run(config, vault)
+
+    assert down.usage["failures"] > 0 and down.usage["retries"] > 0
+    assert down.queued == len(CLAIMS)
+    assert down.drain.claims_extracted == 0
+    assert {rel: (vault / rel).read_bytes() for rel in NOTES} == original
+
+    # Extraction works again, scoring still fails: null scores with a status, never 0.
+    llm_server.responder = responder(scoring=failing_forever())
+    nulls = run(config, vault)
+
+    assert nulls.drain.claims_extracted == N_CLAIMS
+    assert nulls.drain.null_scores == N_CLAIMS
+    assert nulls.counts is not None and nulls.counts.null_scores == N_CLAIMS
+    for found in stored_claims(config, vault).values():
+        for claim in found:
+            assert scores_of(claim) == (None, None, None)
+            assert claim.score is not None and claim.score.status.startswith("llm_unavailable")
+    assert {rel: (vault / rel).read_bytes() for rel in NOTES} == original, "no score comments"
+    assert "=0.00" not in "".join((vault / rel).read_text() for rel in NOTES)
+
+    # Recovered: the null scores are retried (and only they), extraction stays cached.
+    seen = len(llm_server.chat_requests)
+    llm_server.responder = responder()
+    filled = run(config, vault)
+
+    by_stage = calls_by_stage(new_requests(llm_server, seen))
+    assert by_stage["scoring"] == SCORED_BLOCKS
+    assert by_stage["selection"] == 0
+    assert filled.counts is not None
+    assert (filled.counts.scored_claims, filled.counts.null_scores) == (N_CLAIMS, 0)
+    assert filled.queued == 0
+    assert note_scores(vault)["blk-a1"] == {
+        "entailed_score": 1.0,
+        "coverage_score": 0.8,
+        "decontextualization_score": 0.9,
+    }

@@ -1,0 +1,130 @@
+"""The embedded schema builds from a blank file and from every older state, and only forward."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aclarai.graph import SqliteStore
+from aclarai.graph.migrations import MIGRATIONS, MIGRATIONS_TABLE, applied_migrations, migrate
+from aclarai.parsers import StoreError
+from tests.graph.builders import claim, note
+
+ALL_NAMES = [fn.__name__ for fn in MIGRATIONS]
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(tmp_path / "graph.sqlite", isolation_level=None)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {name for (name,) in rows}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def test_names_are_numbered_in_order() -> None:
+    assert sorted(ALL_NAMES) == ALL_NAMES
+    assert [name[:4] for name in ALL_NAMES] == [f"m{i:03d}" for i in range(1, len(ALL_NAMES) + 1)]
+
+
+def test_blank_database_gets_the_whole_schema(conn: sqlite3.Connection) -> None:
+    assert migrate(conn) == ALL_NAMES
+
+    assert applied_migrations(conn) == ALL_NAMES
+    assert {"files", "blocks", "claims", "edges", MIGRATIONS_TABLE} <= _tables(conn)
+    assert _columns(conn, "files") == ["path", "mtime_ns", "size", "sha256"]
+    assert {"id", "file", "text", "hash", "version", "position", "updated_at", "deleted_at"} == set(
+        _columns(conn, "blocks")
+    )
+    assert {
+        "claim_id",
+        "block_id",
+        "entailed_score",
+        "coverage_score",
+        "decontextualization_score",
+        "quality",
+        "verdict",
+        "justification",
+        "status",
+        "model",
+        "evaluated_hash",
+        "evaluated_at",
+        "omitted",
+    } <= set(_columns(conn, "edges"))
+    assert migrate(conn) == [], "a second run applies nothing"
+
+
+@pytest.mark.parametrize("done", range(len(MIGRATIONS)))
+def test_every_older_state_upgrades_on_open_and_keeps_its_rows(tmp_path: Path, done: int) -> None:
+    path = tmp_path / "graph.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(old, MIGRATIONS[:done])
+        assert applied_migrations(old) == ALL_NAMES[:done]
+        if "blocks" in _tables(old):
+            old.execute(
+                "INSERT INTO blocks VALUES ('old-0', 'old.md', 'kept.', 'h', 3, 0, 't', NULL)"
+            )
+    finally:
+        old.close()
+
+    with SqliteStore(path) as store:
+        store.sync_files([note("a.md", "alpha.")])
+        store.replace_claims({"a-0": [claim("c", "a-0")]})
+        blocks = store.get_blocks(["old-0", "a-0"])
+        assert [c.id for c in store.claims_of_blocks(["a-0"])["a-0"]] == ["c"]
+
+    assert ("old-0" in blocks) is (done >= 1)
+    if done >= 1:
+        assert (blocks["old-0"].text, blocks["old-0"].version) == ("kept.", 3)
+    check = sqlite3.connect(path)
+    try:
+        assert applied_migrations(check) == ALL_NAMES
+    finally:
+        check.close()
+
+
+def test_a_database_from_a_newer_aclarai_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "graph.sqlite"
+    newer = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(newer)
+        newer.execute(
+            f"INSERT INTO {MIGRATIONS_TABLE} VALUES ('m999_from_the_future', '2030-01-01')"
+        )
+    finally:
+        newer.close()
+
+    with pytest.raises(StoreError, match="m999_from_the_future"):
+        SqliteStore(path)
+
+    check = sqlite3.connect(path)
+    try:
+        assert applied_migrations(check) == [*ALL_NAMES, "m999_from_the_future"]
+    finally:
+        check.close()
+
+
+def test_a_failing_migration_leaves_the_previous_state(conn: sqlite3.Connection) -> None:
+    def m004_breaks_halfway(c: sqlite3.Connection) -> None:
+        c.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("crash in the middle")
+
+    with pytest.raises(RuntimeError, match="crash in the middle"):
+        migrate(conn, [*MIGRATIONS, m004_breaks_halfway])
+
+    assert "half_done" not in _tables(conn)
+    assert applied_migrations(conn) == ALL_NAMES
+    assert not conn.in_transaction

@@ -1,0 +1,425 @@
+"""The one contract every GraphStore backend keeps; it speaks only through the interface."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from aclarai.graph import FileState, GraphStore, StoreCounts, claim_quality
+from tests.graph.builders import block, claim, file_sync, note, score
+
+
+def _hash(store: GraphStore, block_id: str) -> str:
+    return store.get_blocks([block_id])[block_id].hash
+
+
+def _scored_store(store: GraphStore) -> None:
+    """a.md with blocks a-0, a-1; claims c1, c2 on a-0 (c1 scored) and c3 on a-1."""
+    store.sync_files([note("a.md", "alice: the deploy failed.", "bob: I rolled back.")])
+    store.replace_claims(
+        {"a-0": [claim("c1", "a-0"), claim("c2", "a-0")], "a-1": [claim("c3", "a-1")]}
+    )
+    assert store.write_scores([score("c1", "a-0", _hash(store, "a-0"))]) == 1
+
+
+# --- empty store, file states ---------------------------------------------------------------
+
+
+def test_empty_store(store: GraphStore) -> None:
+    assert store.file_states() == {}
+    assert store.counts() == StoreCounts(0, 0, 0, 0, 0, 0)
+    assert store.sync_files([]) == []
+    assert store.claims_needing_evaluation() == []
+    assert store.get_blocks(["nope"]) == {}
+    assert store.blocks_of_file("a.md") == []
+    assert store.claims_of_blocks(["nope"]) == {"nope": []}
+
+
+def test_sync_records_and_updates_file_states(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "one.", mtime_ns=5), note("sub/b.md", "two.", mtime_ns=6)])
+    states = store.file_states()
+    assert set(states) == {"a.md", "sub/b.md"}
+    assert states["a.md"] == FileState("a.md", 5, 4, "f" * 64)
+
+    store.sync_files([file_sync("a.md", block("a-0", "a.md", "one."), mtime_ns=9, size=77)])
+    assert store.file_states()["a.md"] == FileState("a.md", 9, 77, "a" * 64)
+    assert store.file_states()["sub/b.md"].mtime_ns == 6
+
+
+def test_forget_files_drops_states_and_returns_live_blocks(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "one.", "two.", "three."), note("b.md", "four.")])
+    store.mark_deleted(["a-1"])
+
+    assert store.forget_files(["a.md", "missing.md"]) == ["a-0", "a-2"]
+    assert set(store.file_states()) == {"b.md"}
+    # Forgetting a file is not deleting its blocks: they may have moved elsewhere.
+    assert store.get_blocks(["a-0"])["a-0"].deleted_at is None
+    assert store.forget_files(["a.md"]) == ["a-0", "a-2"]
+    assert store.forget_files([]) == []
+
+
+# --- sync_files -----------------------------------------------------------------------------
+
+
+def test_first_sync_stores_every_block_as_changed(store: GraphStore) -> None:
+    results = store.sync_files([note("a.md", "alpha.", "beta."), note("b.md", "gamma.")])
+
+    assert [(r.path, r.changed, r.unchanged, r.removed) for r in results] == [
+        ("a.md", ("a-0", "a-1"), (), ()),
+        ("b.md", ("b-0",), (), ()),
+    ]
+    stored = store.get_blocks(["a-1"])["a-1"]
+    expected = block("a-1", "a.md", "beta.", position=1)
+    assert (stored.id, stored.file, stored.text, stored.hash, stored.version, stored.position) == (
+        expected.id,
+        expected.file,
+        expected.text,
+        expected.hash,
+        expected.version,
+        expected.position,
+    )
+    assert stored.deleted_at is None
+    assert stored.updated_at
+    assert [b.id for b in store.blocks_of_file("a.md")] == ["a-0", "a-1"]
+    assert store.counts() == StoreCounts(2, 3, 0, 0, 0, 0)
+
+
+def test_resync_of_the_same_files_is_idempotent(store: GraphStore) -> None:
+    files = [note("a.md", "alpha.", "beta.")]
+    store.sync_files(files)
+    before = store.get_blocks(["a-0", "a-1"])
+
+    [result] = store.sync_files(files)
+
+    assert result.changed == ()
+    assert result.unchanged == ("a-0", "a-1")
+    assert result.removed == ()
+    # Nothing was rewritten: not even the timestamp moved.
+    assert store.get_blocks(["a-0", "a-1"]) == before
+    assert store.counts().blocks == 2
+
+
+def test_text_edit_is_changed_and_rewritten(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    [result] = store.sync_files([note("a.md", "alpha.", "beta, edited.")])
+
+    assert result.changed == ("a-1",)
+    assert result.unchanged == ("a-0",)
+    stored = store.get_blocks(["a-1"])["a-1"]
+    assert stored.text == "beta, edited."
+    assert stored.hash == block("x", "a.md", "beta, edited.").hash
+
+
+def test_version_or_position_change_is_written_but_not_dirty(store: GraphStore) -> None:
+    store.sync_files(
+        [file_sync("a.md", block("x", "a.md", "one.", 0), block("y", "a.md", "two.", 1))]
+    )
+
+    [result] = store.sync_files(
+        [file_sync("a.md", block("y", "a.md", "two.", 0), block("x", "a.md", "one.", 1, version=4))]
+    )
+
+    assert result.changed == ()
+    assert result.unchanged == ("y", "x")
+    assert store.get_blocks(["x"])["x"].version == 4
+    assert [b.id for b in store.blocks_of_file("a.md")] == ["y", "x"]
+
+
+def test_block_removed_from_a_file_is_reported_not_deleted(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.", "gamma.")])
+    shorter = file_sync(
+        "a.md", block("a-0", "a.md", "alpha.", 0), block("a-2", "a.md", "gamma.", 1)
+    )
+
+    [result] = store.sync_files([shorter])
+
+    assert result.removed == ("a-1",)
+    assert result.unchanged == ("a-0", "a-2")
+    assert store.get_blocks(["a-1"])["a-1"].deleted_at is None
+
+    store.mark_deleted(result.removed)
+    [again] = store.sync_files([shorter])
+    assert again.removed == (), "a deleted block is not reported again"
+
+
+def test_move_between_files_keeps_identity_claims_and_scores(store: GraphStore) -> None:
+    _scored_store(store)
+    store.sync_files([note("b.md", "carol: hello.")])
+
+    moved = block("a-0", "b.md", "alice: the deploy failed.", position=1)
+    [b_result] = store.sync_files([file_sync("b.md", block("b-0", "b.md", "carol: hello."), moved)])
+    [a_result] = store.sync_files([file_sync("a.md", block("a-1", "a.md", "bob: I rolled back."))])
+
+    assert b_result.unchanged == ("b-0", "a-0")
+    assert b_result.changed == ()
+    assert a_result.removed == (), "a moved block is no longer in its old file"
+    assert store.get_blocks(["a-0"])["a-0"].file == "b.md"
+    assert [b.id for b in store.blocks_of_file("b.md")] == ["b-0", "a-0"]
+    assert [b.id for b in store.blocks_of_file("a.md")] == ["a-1"]
+    claims = store.claims_of_blocks(["a-0"])["a-0"]
+    assert [c.id for c in claims] == ["c1", "c2"]
+    assert claims[0].score is not None
+
+
+def test_move_within_one_call_is_not_reported_removed(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta."), note("b.md", "gamma.")])
+
+    results = store.sync_files(
+        [
+            file_sync("a.md", block("a-0", "a.md", "alpha.")),
+            file_sync("b.md", block("b-0", "b.md", "gamma."), block("a-1", "b.md", "beta.", 1)),
+        ]
+    )
+
+    assert [r.removed for r in results] == [(), ()]
+    assert store.get_blocks(["a-1"])["a-1"].file == "b.md"
+
+
+def test_deleted_block_that_reappears_is_restored_as_changed(store: GraphStore) -> None:
+    _scored_store(store)
+    assert store.mark_deleted(["a-0"]) == 1
+
+    [result] = store.sync_files([note("a.md", "alice: the deploy failed.", "bob: I rolled back.")])
+
+    assert result.changed == ("a-0",)
+    assert result.unchanged == ("a-1",)
+    assert store.get_blocks(["a-0"])["a-0"].deleted_at is None
+    assert store.counts().deleted_blocks == 0
+    [c1, _] = store.claims_of_blocks(["a-0"])["a-0"]
+    assert c1.score is not None, "a restore brings the claims back with their scores"
+
+
+# --- mark_deleted, get_blocks, set_versions -------------------------------------------------
+
+
+def test_mark_deleted_counts_only_live_blocks(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.", "gamma.")])
+
+    assert store.mark_deleted(["a-0", "a-2", "unknown"]) == 2
+    assert store.mark_deleted(["a-0"]) == 0
+    assert store.mark_deleted([]) == 0
+
+    assert [b.id for b in store.blocks_of_file("a.md")] == ["a-1"]
+    deleted = store.get_blocks(["a-0", "a-1"])
+    assert deleted["a-0"].deleted_at is not None
+    assert deleted["a-1"].deleted_at is None
+    counts = store.counts()
+    assert (counts.blocks, counts.deleted_blocks) == (1, 2)
+
+
+def test_set_versions_makes_the_next_sync_a_no_op(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    store.set_versions({"a-0": 2, "a-1": 7})
+    stored = store.get_blocks(["a-0", "a-1"])
+    assert (stored["a-0"].version, stored["a-1"].version) == (2, 7)
+
+    after_write_back = file_sync(
+        "a.md", block("a-0", "a.md", "alpha.", 0, version=2), block("a-1", "a.md", "beta.", 1, 7)
+    )
+    [result] = store.sync_files([after_write_back])
+
+    assert result.changed == ()
+    assert store.get_blocks(["a-0", "a-1"]) == stored
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+
+def test_new_claims_come_back_unscored_in_the_order_given(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    store.replace_claims({"a-0": [claim("z", "a-0", "Zed."), claim("b", "a-0", "Bee.")]})
+
+    result = store.claims_of_blocks(["a-0", "a-1", "unknown"])
+
+    assert set(result) == {"a-0", "a-1", "unknown"}
+    assert [(c.id, c.block_id, c.text, c.score) for c in result["a-0"]] == [
+        ("z", "a-0", "Zed.", None),
+        ("b", "a-0", "Bee.", None),
+    ]
+    assert result["a-1"] == []
+    assert store.counts().claims == 2
+
+
+def test_replace_claims_keeps_scores_of_kept_claims_only(store: GraphStore) -> None:
+    _scored_store(store)
+
+    store.replace_claims({"a-0": [claim("c4", "a-0"), claim("c1", "a-0")]})
+
+    claims = store.claims_of_blocks(["a-0", "a-1"])
+    assert [c.id for c in claims["a-0"]] == ["c4", "c1"]
+    assert claims["a-0"][0].score is None
+    kept = claims["a-0"][1].score
+    assert kept is not None
+    assert kept.entailed_score == pytest.approx(0.9)
+    assert [c.id for c in claims["a-1"]] == ["c3"], "blocks not named are left alone"
+    assert store.counts().claims == 3, "c2 originated from nothing else and is gone"
+
+
+def test_claim_shared_by_two_blocks_survives_losing_one_edge(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    store.replace_claims({"a-0": [claim("shared", "a-0")], "a-1": [claim("shared", "a-1")]})
+
+    store.replace_claims({"a-0": []})
+
+    claims = store.claims_of_blocks(["a-0", "a-1"])
+    assert claims["a-0"] == []
+    assert [c.id for c in claims["a-1"]] == ["shared"]
+    assert store.counts().claims == 1
+
+
+def test_replacing_with_nothing_removes_every_claim_of_the_block(store: GraphStore) -> None:
+    _scored_store(store)
+    store.replace_claims({"a-0": [], "a-1": []})
+
+    assert store.claims_of_blocks(["a-0", "a-1"]) == {"a-0": [], "a-1": []}
+    assert store.counts() == StoreCounts(1, 2, 0, 0, 0, 0)
+    assert store.claims_needing_evaluation() == []
+
+
+# --- scores ---------------------------------------------------------------------------------
+
+
+def test_scores_round_trip_with_every_field(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.")])
+    store.replace_claims({"a-0": [claim("c", "a-0")]})
+    full = dataclasses.replace(
+        score("c", "a-0", _hash(store, "a-0"), 0.5, 0.25, 1.0),
+        verdict="weakly_supported",
+        justification="Half of it is in the source.",
+        omitted=("on Tuesday", "twice"),
+        evaluated_at="2024-06-03T09:00:00+00:00",
+    )
+
+    assert store.write_scores([full]) == 1
+
+    [stored] = store.claims_of_blocks(["a-0"])["a-0"]
+    assert stored.score == full
+    assert stored.score.quality == pytest.approx(claim_quality(0.5, 0.25, 1.0))
+    assert stored.score.quality == pytest.approx(0.5)
+
+
+def test_evaluated_at_defaults_to_the_write_time(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.")])
+    store.replace_claims({"a-0": [claim("c", "a-0")]})
+    store.write_scores([score("c", "a-0", _hash(store, "a-0"))])
+
+    [stored] = store.claims_of_blocks(["a-0"])["a-0"]
+    assert stored.score is not None
+    assert stored.score.evaluated_at
+    assert stored.score.omitted == ()
+
+
+def test_write_scores_skips_stale_hashes_and_unknown_edges(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    store.replace_claims({"a-0": [claim("c1", "a-0")], "a-1": [claim("c2", "a-1")]})
+    old_hash = _hash(store, "a-0")
+    store.sync_files([note("a.md", "alpha, edited while evaluating.", "beta.")])
+
+    written = store.write_scores(
+        [
+            score("c1", "a-0", old_hash),
+            score("c2", "a-1", _hash(store, "a-1")),
+            score("c2", "a-0", _hash(store, "a-0")),
+            score("nope", "a-1", _hash(store, "a-1")),
+        ]
+    )
+
+    assert written == 1
+    claims = store.claims_of_blocks(["a-0", "a-1"])
+    assert claims["a-0"][0].score is None, "a score for an old text is never stored"
+    assert claims["a-1"][0].score is not None
+    assert store.write_scores([]) == 0
+
+
+def test_a_later_evaluation_replaces_the_earlier_one(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.")])
+    store.replace_claims({"a-0": [claim("c", "a-0")]})
+    current = _hash(store, "a-0")
+    store.write_scores([score("c", "a-0", current, coverage=None, status="coverage: timeout")])
+    store.write_scores([score("c", "a-0", current, 0.1, 0.2, 0.3)])
+
+    [stored] = store.claims_of_blocks(["a-0"])["a-0"]
+    assert stored.score is not None
+    assert (stored.score.coverage_score, stored.score.status) == (pytest.approx(0.2), "ok")
+
+
+def test_null_scores_are_kept_as_null_and_counted(store: GraphStore) -> None:
+    _scored_store(store)
+    failed = score("c2", "a-0", _hash(store, "a-0"), entailed=None, status="entailment: timeout")
+    assert store.write_scores([failed]) == 1
+
+    [_, c2] = store.claims_of_blocks(["a-0"])["a-0"]
+    assert c2.score is not None
+    assert c2.score.entailed_score is None, "a failure is never stored as 0"
+    assert c2.score.coverage_score == pytest.approx(0.8)
+    assert c2.score.status == "entailment: timeout"
+    assert c2.score.quality is None
+    assert store.counts() == StoreCounts(1, 2, 0, 3, 1, 1)
+
+
+# --- claims_needing_evaluation --------------------------------------------------------------
+
+
+def test_claims_needing_evaluation_cases(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "one.", "two.", "three.", "four.", "five.")])
+    store.replace_claims(
+        {
+            "a-0": [claim("never", "a-0")],
+            "a-1": [claim("done", "a-1")],
+            "a-2": [claim("failed", "a-2")],
+            "a-3": [claim("stale", "a-3")],
+            "a-4": [claim("gone", "a-4")],
+        }
+    )
+    store.write_scores(
+        [
+            score("done", "a-1", _hash(store, "a-1")),
+            score("failed", "a-2", _hash(store, "a-2"), decontext=None, status="error"),
+            score("stale", "a-3", _hash(store, "a-3")),
+        ]
+    )
+    store.sync_files([note("a.md", "one.", "two.", "three.", "four, edited.", "five.")])
+    store.mark_deleted(["a-4"])
+
+    needing = store.claims_needing_evaluation()
+
+    assert [(c.id, c.block_id) for c in needing] == [
+        ("never", "a-0"),
+        ("failed", "a-2"),
+        ("stale", "a-3"),
+    ]
+    stale = needing[2].score
+    assert stale is not None
+    assert stale.evaluated_hash != _hash(store, "a-3")
+
+
+def test_rescoring_against_the_current_hash_clears_the_need(store: GraphStore) -> None:
+    _scored_store(store)
+    assert {c.id for c in store.claims_needing_evaluation()} == {"c2", "c3"}
+
+    store.write_scores(
+        [
+            score(c.id, c.block_id, _hash(store, c.block_id))
+            for c in store.claims_needing_evaluation()
+        ]
+    )
+
+    assert store.claims_needing_evaluation() == []
+    assert store.counts() == StoreCounts(1, 2, 0, 3, 3, 0)
+
+
+# --- counts ---------------------------------------------------------------------------------
+
+
+def test_counts_track_every_kind_of_row(store: GraphStore) -> None:
+    _scored_store(store)
+    store.sync_files([note("b.md", "x.", "y.")])
+    store.mark_deleted(["b-1"])
+    store.write_scores([score("c3", "a-1", _hash(store, "a-1"), 0.1, None, None, "error")])
+
+    assert store.counts() == StoreCounts(
+        files=2, blocks=3, deleted_blocks=1, claims=3, scored_claims=1, null_scores=1
+    )
+    store.forget_files(["b.md"])
+    assert store.counts().files == 1

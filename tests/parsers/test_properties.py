@@ -1,0 +1,138 @@
+"""Property tests: write-back never changes what the parser sees, nor any non-aclarai text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aclarai.parsers import SCORE_NAMES, ParsedNote, apply_scores, parse_note, scan_line
+from aclarai.parsers.grammar import format_score_value
+
+IDS = ("a", "b", "blk-1", "x_2")
+
+words = st.text(alphabet="abc xyz.,:*#>-_`~^<!=\t", min_size=0, max_size=12)
+block_id = st.sampled_from(IDS)
+spacing = st.sampled_from(["", " ", "  ", "\t"])
+
+
+@st.composite
+def id_comment(draw: st.DrawFn) -> str:
+    version = draw(st.one_of(st.none(), st.integers(0, 20)))
+    ver = "" if version is None else f"{draw(spacing)} ver={version}"
+    return f"<!--{draw(spacing)}aclarai:id={draw(block_id)}{ver}{draw(spacing)}-->"
+
+
+@st.composite
+def score_comment(draw: st.DrawFn) -> str:
+    name = draw(st.sampled_from(SCORE_NAMES))
+    value = draw(st.one_of(st.floats(0, 1).map(lambda v: f"{v:.3f}"), st.just("bad")))
+    return f"<!-- aclarai:{name}={value} -->"
+
+
+line = st.one_of(
+    words,
+    st.just(""),
+    id_comment(),
+    st.builds(lambda t, c, s: f"{t} {c}{s}", words, id_comment(), spacing),
+    st.builds(lambda s, c: s + c, st.sampled_from(["", "  ", "    "]), id_comment()),
+    score_comment(),
+    block_id.map(lambda i: f"^{i}"),
+    st.just("<!-- aclarai:reviewed=yes -->"),
+    st.sampled_from(["```", "~~~", "    indented code"]),
+    st.builds(lambda s, c: f"{s}code {c}", st.sampled_from(["    ", "\t", "  \t"]), id_comment()),
+    st.sampled_from(["- item", "> quote", "# heading", "<!-- plain -->", "---"]),
+    st.sampled_from(["<!-- aclarai:id=q ver=1", "<!-- aclarai:id=bad id -->", "x^2 "]),
+)
+
+header = st.sampled_from(
+    ["", "---\ntitle: t\n---\n", "<!-- aclarai:title=T -->\n\n", "\ufeff", "\ufeff---\nk: v\n---\n"]
+)
+
+
+@st.composite
+def notes(draw: st.DrawFn) -> str:
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    lines = draw(st.lists(line, max_size=25))
+    body = eol.join(lines)
+    if lines and draw(st.booleans()):
+        body += eol
+    return draw(header).replace("\n", eol) + body
+
+
+score_value = st.one_of(st.none(), st.floats(-0.5, 1.5, allow_nan=False))
+score_sets = st.dictionaries(
+    st.sampled_from((*IDS, "missing")),
+    st.dictionaries(st.sampled_from(SCORE_NAMES), score_value, max_size=3),
+    max_size=5,
+)
+
+
+def seen(parsed: ParsedNote) -> list[tuple[str, str, str]]:
+    return [(block.id, block.text, block.hash) for block in parsed.blocks]
+
+
+def without_aclarai_comments(text: str) -> tuple[list[str], bool]:
+    """Every line with its aclarai comments cut out, lines holding only comments dropped.
+
+    A line that held a comment loses its line ending too: a comment written after the last
+    line gives that line one. Whether the note ends in a newline is compared on its own.
+    """
+    kept = []
+    for piece in text.splitlines(keepends=True):
+        found = scan_line(piece)
+        if not found.comments:
+            kept.append(piece)
+            continue
+        cut = []
+        position = 0
+        for comment in found.comments:
+            cut.append(piece[position : comment.start])
+            position = comment.end
+        cut.append(piece[position:])
+        remainder = "".join(cut)
+        if remainder.strip():
+            kept.append(remainder.rstrip("\r\n"))
+    return kept, text.endswith("\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes(), score_sets)
+def test_rewrite_keeps_blocks_texts_hashes_and_header(
+    text: str, scores: Mapping[str, Mapping[str, float | None]]
+) -> None:
+    before = parse_note(text)
+    result = apply_scores(text, scores)
+    after = parse_note(result.text)
+    assert seen(after) == seen(before)
+    assert after.metadata == before.metadata
+    assert after.file_id == before.file_id
+    for block in after.blocks:
+        old = next(b for b in before.blocks if b.id == block.id)
+        assert block.version == result.versions.get(block.id, old.version)
+        if block.id in result.skipped:
+            continue
+        for name, value in scores.get(block.id, {}).items():
+            if value is not None:
+                assert block.scores[name] == float(format_score_value(value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes(), score_sets)
+def test_rewrite_is_idempotent(text: str, scores: Mapping[str, Mapping[str, float | None]]) -> None:
+    once = apply_scores(text, scores)
+    twice = apply_scores(once.text, scores)
+    assert twice.text == once.text
+    assert twice.versions == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes(), score_sets)
+def test_rewrite_never_changes_non_aclarai_text(
+    text: str, scores: Mapping[str, Mapping[str, float | None]]
+) -> None:
+    result = apply_scores(text, scores)
+    assert without_aclarai_comments(result.text) == without_aclarai_comments(text)
+    if not result.changed:
+        assert result.text == text
