@@ -28,6 +28,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from aclarai.daemon.config import Config
+from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
     EvaluateRequest,
     EvaluateResponse,
@@ -36,7 +37,6 @@ from aclarai.daemon.service import (
     ServiceCore,
     VerifyRequest,
     VerifyResponse,
-    build_service_core,
 )
 from aclarai.parsers import ConfigError, TransientError
 

@@ -121,6 +121,21 @@ def cmd_install_service(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.api import serve
+
+    serve(config, host=args.host, port=args.port)
+    return 0
+
+
+def cmd_consume(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.streams import consume
+
+    stats = consume(config, consumer=args.name, burst=args.burst)
+    log.info("consumer stopped: %s", stats)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aclarai",
@@ -174,6 +189,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="JSON-lines file, or - for standard input")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
     p.set_defaults(handler=cmd_evaluate)
+
+    p = sub.add_parser("serve", help="the evaluation HTTP API (service.host:service.port)")
+    p.add_argument("--host", help="address to bind (default service.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default service.port, 18081)")
+    p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("consume", help="evaluate events from the Redis Stream (redis.*)")
+    p.add_argument("--name", help="consumer name in the group (default <host>-<pid>)")
+    p.add_argument("--burst", action="store_true", help="drain the stream, then exit")
+    p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.set_defaults(handler=cmd_consume)
     return parser
 
 

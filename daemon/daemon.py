@@ -115,6 +115,8 @@ def run_daemon(
 
 
 class _Daemon:
+    """The parts of one running daemon and the threads that share them (see the module doc)."""
+
     def __init__(
         self, config: Config, vault_root: Path, state_dir: Path, stop: threading.Event
     ) -> None:
@@ -414,9 +416,11 @@ class _Daemon:
             scheduler.shutdown(wait=False)
         consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
         self.busy = consumer.is_alive() or self.reconcile_lock.locked()
-        if self.busy:
-            log.warning("work still in flight at exit; the queue keeps it for the next start")
         self._stamp("stopped")
+        if self.busy:
+            # Our handlers stay: a second signal while this work winds down exits at once.
+            log.warning("work still in flight at exit; the queue keeps it for the next start")
+            return
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         log.info("stopped")

@@ -19,6 +19,9 @@ from aclarai.agents import (
     LLMClaimExtractor,
     LLMClient,
     LLMEvaluator,
+    LLMPronounResolver,
+    LLMVerifier,
+    NLIQAPipeline,
     OpenAIEmbedder,
     PromptLibrary,
     ResultCache,
@@ -28,11 +31,13 @@ from aclarai.agents import (
     Utterance,
     VectorIndex,
     build_tool_factory,
+    llm_judges,
 )
 from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline_extractor import OfflineClaimExtractor
 from aclarai.daemon.config import Config
 from aclarai.daemon.queue import Backoff, DurableQueue
+from aclarai.daemon.service import ServiceCore, assemble_core
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
 
@@ -84,6 +89,8 @@ class Agents:
     index: VectorIndex | None = None
     """Utterances for ``vector_search_utterances``; the consumer keeps it current."""
     usage: UsageCounters | None = None
+    client: LLMClient | None = None
+    prompts: PromptLibrary | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -146,7 +153,9 @@ def build_agents(
         tools=tools,
     )
     closers = [client.close, extract_cache.close, eval_cache.close, extractor.close]
-    return Agents(extractor, evaluator, index, client.usage, [*closers, evaluator.close])
+    return Agents(
+        extractor, evaluator, index, client.usage, client, prompts, [*closers, evaluator.close]
+    )
 
 
 def build_evaluator(config: Config, state_dir: Path, *, reevaluate: bool = False) -> Evaluator:
@@ -175,3 +184,29 @@ class _OwningEvaluator(Evaluator):
     def close(self) -> None:
         self._agents.evaluator.close()
         self._agents.close()
+
+
+def build_service_core(config: Config) -> ServiceCore:
+    """The evaluation service's core: offline judges, or LLM-backed ones sharing the evaluator's
+    client (one rate limit, one usage count) when ``model.backend=llm``. The evaluator's cache
+    lives in the state folder of the configured vault (``vault.path``, else the current folder).
+    """
+    state_dir = config.state_dir_for(Path(config.vault.path or "."))
+    agents = build_agents(config, state_dir)
+    if agents.client is None or agents.prompts is None:
+        core = assemble_core(config.service, agents.evaluator)
+    else:
+        claimify = config.model.claimify
+        model = claimify.verification or claimify.default
+        client, prompts = agents.client, agents.prompts
+        core = assemble_core(
+            config.service,
+            agents.evaluator,
+            judges=llm_judges(client, prompts, model),
+            nli=NLIQAPipeline(
+                agents.evaluator, LLMPronounResolver(client, model=model, prompts=prompts)
+            ),
+            verifier=LLMVerifier(client, model=model, prompts=prompts),
+        )
+    core.owned = (agents,)
+    return core

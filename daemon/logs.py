@@ -36,3 +36,6 @@ def setup_logging(level: str = "INFO", fmt: str = "auto") -> None:
     root.propagate = False
     for noisy in ("httpx", "openai", "neo4j", "apscheduler", "watchdog"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # watchdog reports its own orderly shutdown ("queue_events() called when the thread is
+    # inactive") as an error; it is not one.
+    logging.getLogger("watchdog.observers.inotify").setLevel(logging.CRITICAL)

@@ -13,7 +13,6 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,25 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aclarai.agents import (
     AnswerEvalSettings,
     AnswerEvaluator,
-    EndpointSettings,
     Evaluator,
     EvaluatorVerifier,
     Interaction,
     Judge,
-    LLMClient,
-    LLMPronounResolver,
-    LLMVerifier,
     NLIQAPipeline,
     PairScore,
-    PromptLibrary,
     QAItem,
     RuleBasedPronounResolver,
     Verifier,
-    llm_judges,
     offline_judges,
     verify_claims,
 )
-from aclarai.daemon.config import Config, ServiceSettings
+from aclarai.daemon.config import ServiceSettings
 
 logger = logging.getLogger(__name__)
 
@@ -275,36 +268,6 @@ def assemble_core(
         verifier=verifier or EvaluatorVerifier(evaluator),
         evaluator=evaluator,
     )
-
-
-def build_service_core(config: Config) -> ServiceCore:
-    """The core the configuration asks for: offline, or LLM-backed when ``model.backend=llm``.
-
-    The evaluator shares the configured vault's state folder (and so its evaluation cache).
-    """
-    from aclarai.daemon.factory import build_evaluator
-
-    state_dir = config.state_dir_for(Path(config.vault.path or "."))
-    evaluator = build_evaluator(config, state_dir)
-    if config.model.backend != "llm":
-        return assemble_core(config.service, evaluator)
-    llm = config.model.llm
-    client = LLMClient(
-        EndpointSettings.from_settings(llm, max_attempts=config.processing.retries.max_attempts),
-        api_key=config.secret(llm.api_key_env),
-    )
-    prompts = PromptLibrary(Path(config.model.prompts_dir) if config.model.prompts_dir else None)
-    models = config.model.claimify
-    model = models.verification or models.default
-    core = assemble_core(
-        config.service,
-        evaluator,
-        judges=llm_judges(client, prompts, model),
-        nli=NLIQAPipeline(evaluator, LLMPronounResolver(client, model=model, prompts=prompts)),
-        verifier=LLMVerifier(client, model=model, prompts=prompts),
-    )
-    core.owned = (client,)
-    return core
 
 
 def _pair(score: PairScore) -> PairOut:

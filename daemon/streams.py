@@ -36,11 +36,11 @@ from typing import Any, Protocol, cast
 import redis
 
 from aclarai.daemon.config import Config, RedisSettings
+from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
     EvaluateRequest,
     PayloadError,
     ServiceCore,
-    build_service_core,
     parse_evaluate_payload,
 )
 from aclarai.parsers import BrokerUnavailable

@@ -21,12 +21,12 @@ import redis
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.api import create_app
 from aclarai.daemon.config import Config
+from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
     EvaluateRequest,
     EvaluateResponse,
     ServiceCore,
     assemble_core,
-    build_service_core,
 )
 from aclarai.daemon.streams import ConsumeStats, consume
 from tests.agents.service_fakes import OverlapEvaluator
