@@ -168,6 +168,8 @@ def justify(
 
 
 def _missing_words(text: str, keys: frozenset[str] | set[str]) -> list[str]:
+    if not keys:
+        return []
     found: list[str] = []
     for word in WORD_PATTERN.findall(text):
         lower = word.lower()

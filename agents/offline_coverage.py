@@ -11,6 +11,7 @@ utterance is who spoke, not what was said, and is left out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from aclarai.agents.offline_extractor import split_speaker
 from aclarai.agents.offline_features import (
@@ -49,24 +50,7 @@ def verifiable_elements(sentence: str) -> list[str]:
     Returns:
         The elements as written (multi-word names kept together, e.g. "New York").
     """
-    words = WORD_PATTERN.findall(sentence)
-    elements: list[str] = []
-    run: list[str] = []
-    for i, word in enumerate(words):
-        if _is_name_part(word, i) or (
-            i == 0 and len(words) > 1 and _is_name_part(word, 1) and _is_name_part(words[1], 1)
-        ):
-            run.append(word)
-            continue
-        if run:
-            elements.append(" ".join(run))
-            run = []
-        lower = word.lower()
-        if number_values(lower) or lower in _DATE_WORDS:
-            elements.append(word)
-    if run:
-        elements.append(" ".join(run))
-    return list(dict.fromkeys(elements))
+    return list(_elements(sentence))
 
 
 def coverage(claim: str, source: str) -> Coverage:
@@ -79,31 +63,65 @@ def coverage(claim: str, source: str) -> Coverage:
     Returns:
         Score 1.0 when the drawn-on sentences hold no verifiable element (nothing to omit).
     """
-    claim_stems = {stem(w.lower()) for w in WORD_PATTERN.findall(claim)}
-    claim_numbers = {n for w in WORD_PATTERN.findall(claim) for n in number_values(w.lower())}
+    claim_words = [w.lower() for w in WORD_PATTERN.findall(claim)]
+    claim_stems = {stem(w) for w in claim_words}
+    claim_numbers = {n for w in claim_words for n in number_values(w)}
     elements: list[str] = []
     for sentence in _drawn_on(claim_stems, source):
-        elements.extend(e for e in verifiable_elements(sentence) if e not in elements)
+        elements.extend(e for e in _elements(sentence) if e not in elements)
     if not elements:
         return Coverage(1.0, (), ())
     omitted = tuple(e for e in elements if not _kept(e, claim_stems, claim_numbers))
     return Coverage(1 - len(omitted) / len(elements), tuple(elements), omitted)
 
 
-def _drawn_on(claim_stems: set[str], source: str) -> list[str]:
+# Every claim of a block is checked against the same source sentences, so their analysis is
+# kept for the few most recent sources and sentences.
+@lru_cache(maxsize=1024)
+def _elements(sentence: str) -> tuple[str, ...]:
+    words = WORD_PATTERN.findall(sentence)
+    elements: list[str] = []
+    run: list[str] = []
+    for i, word in enumerate(words):
+        # A capital that opens the sentence counts when the next word is part of a name too.
+        opens_name = i == 0 and len(words) > 1 and _is_name_part(words[1], True)
+        if _is_name_part(word, i > 0) or (opens_name and _is_name_part(word, True)):
+            run.append(word)
+            continue
+        if run:
+            elements.append(" ".join(run))
+            run = []
+        lower = word.lower()
+        if number_values(lower) or lower in _DATE_WORDS:
+            elements.append(word)
+    if run:
+        elements.append(" ".join(run))
+    return tuple(dict.fromkeys(elements))
+
+
+@lru_cache(maxsize=256)
+def _source_sentences(source: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each sentence of ``source`` without its speaker, with the stems of its content words."""
     sentences = [_without_speaker(s) for s in split_sentences(source)]
+    return tuple((sentence, _content_stems(sentence)) for sentence in sentences)
+
+
+def _content_stems(sentence: str) -> frozenset[str]:
+    lowered = (word.lower() for word in WORD_PATTERN.findall(sentence))
+    return frozenset(stem(word) for word in lowered if is_content(word))
+
+
+def _drawn_on(claim_stems: set[str], source: str) -> list[str]:
+    sentences = _source_sentences(source)
     scored = []
-    for sentence in sentences:
-        content = {
-            stem(w) for w in (x.lower() for x in WORD_PATTERN.findall(sentence)) if is_content(w)
-        }
+    for sentence, content in sentences:
         shared = len(content & claim_stems)
         scored.append((shared, shared / len(content) if content else 0.0, sentence))
     if not scored:
         return []
     best = max(scored, key=lambda item: item[0])
     if best[0] == 0:
-        return sentences
+        return [sentence for sentence, _ in sentences]
     return [s for shared, share, s in scored if s is best[2] or (shared and share >= _DRAWN_ON)]
 
 
@@ -111,7 +129,9 @@ def _without_speaker(sentence: str) -> str:
     return split_speaker(sentence)[1]
 
 
-def _is_name_part(word: str, index: int) -> bool:
+@lru_cache(maxsize=65536)
+def _is_name_part(word: str, later: bool) -> bool:
+    """Whether ``word`` belongs to a name; ``later``: it does not open the sentence."""
     if any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
         return True
     if any(ch.isupper() for ch in word[1:]) and word.lower() not in STOPWORDS:
@@ -122,7 +142,7 @@ def _is_name_part(word: str, index: int) -> bool:
     if lower in NUMBER_WORDS or lower in RELATIVE_DATES:
         return False
     # A capital at the start of a sentence says nothing; elsewhere it marks a name.
-    return index > 0
+    return later
 
 
 def _kept(element: str, claim_stems: set[str], claim_numbers: set[str]) -> bool:

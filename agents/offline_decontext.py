@@ -13,8 +13,9 @@ The neighbouring utterances help in two ways: speaker names found in them count 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from functools import lru_cache
 
 from aclarai.agents.offline_coverage import RELATIVE_DATES
 from aclarai.agents.offline_extractor import split_speaker
@@ -50,6 +51,16 @@ _RELATIONAL_NOUNS = word_set(
 )
 _PAST_IRREGULAR_STARTS = word_set("went made took got saw ran broke fell found gave kept left")
 _AUXILIARIES = word_set("is was were are has had have will would can could should did does")
+_TRIGGERS = (
+    _THIRD_PERSON
+    | _FIRST_SECOND_PERSON
+    | _DEMONSTRATIVES
+    | _RELATIVE_TIME
+    | _TIME_MODIFIERS
+    | WEEKDAYS
+    | word_set("that here there the")
+)
+"""Every word :func:`_word_penalty` can penalise; the others need no look at their neighbours."""
 
 LEADING_PRONOUN = 0.4
 PRONOUN = 0.7
@@ -87,15 +98,15 @@ def decontextualization(
     """
     words = WORD_PATTERN.findall(claim)
     lowered = [w.lower() for w in words]
-    known_names = _speakers([source, *context])
-    context_nouns = _nouns(context)
+    known_names, context_nouns = _window(source, tuple(context))
     penalties: list[tuple[float, str]] = []
     antecedent = False
     for i, word in enumerate(words):
-        penalty = _word_penalty(i, words, lowered, antecedent, context_nouns)
-        if penalty is not None:
-            penalties.append(penalty)
-        if _could_be_antecedent(word, lowered[i], i, words, known_names):
+        if lowered[i] in _TRIGGERS:
+            penalty = _word_penalty(i, words, lowered, antecedent, context_nouns)
+            if penalty is not None:
+                penalties.append(penalty)
+        if not antecedent and _could_be_antecedent(word, lowered[i], i, words, known_names):
             antecedent = True
     if "..." in claim or "…" in claim or "etc" in lowered:
         penalties.append((ELLIPSIS, "ellipsis"))
@@ -110,7 +121,7 @@ def decontextualization(
 
 
 def _word_penalty(
-    i: int, words: list[str], lowered: list[str], antecedent: bool, context_nouns: set[str]
+    i: int, words: list[str], lowered: list[str], antecedent: bool, context_nouns: Set[str]
 ) -> tuple[float, str] | None:
     word, lower = words[i], lowered[i]
     following = lowered[i + 1] if i + 1 < len(lowered) else ""
@@ -144,9 +155,9 @@ def _dummy_it(lowered: list[str], i: int) -> bool:
 
 
 def _could_be_antecedent(
-    word: str, lower: str, index: int, words: list[str], known_names: set[str]
+    word: str, lower: str, index: int, words: list[str], known_names: Set[str]
 ) -> bool:
-    if lower in known_names or any(ch.isdigit() for ch in word):
+    if lower in known_names or _has_digit(word):
         return True
     if word[0].isupper() and lower not in STOPWORDS and lower not in _FIRST_SECOND_PERSON:
         return index > 0 or (len(words) > 1 and is_content(lower))
@@ -154,42 +165,49 @@ def _could_be_antecedent(
     return previous in {"the", "a", "an"} and is_content(lower)
 
 
-def _anaphoric(noun: str, words: list[str], index: int, context_nouns: set[str]) -> bool:
+def _anaphoric(noun: str, words: list[str], index: int, context_nouns: Set[str]) -> bool:
     if not noun or not is_content(noun):
         return False
     # "the team at Acme", "the release of v2.3": a qualifier with a name resolves it.
     qualifier = words[index + 2 : index + 5]
-    if any(w[0].isupper() or any(ch.isdigit() for ch in w) for w in qualifier[1:]) and (
+    if any(w[0].isupper() or _has_digit(w) for w in qualifier[1:]) and (
         qualifier and qualifier[0].lower() in {"of", "at", "in", "for", "from", "on"}
     ):
         return False
     return noun in _RELATIONAL_NOUNS or stem(noun) in context_nouns
 
 
+def _has_digit(word: str) -> bool:
+    # No letter is also a digit, so the scan is needed only for words that are not all letters.
+    return not word.isalpha() and any(ch.isdigit() for ch in word)
+
+
 def _has_full_date(lowered: list[str]) -> bool:
     return any(w in MONTHS for w in lowered) or any(w.isdigit() and len(w) == 4 for w in lowered)
 
 
-def _missing_subject(first: str, known_names: set[str]) -> bool:
+def _missing_subject(first: str, known_names: Set[str]) -> bool:
     if first in _AUXILIARIES or first in _PAST_IRREGULAR_STARTS:
         return True
     return first.endswith("ed") and len(first) > 3 and first not in known_names
 
 
-def _speakers(texts: Sequence[str]) -> set[str]:
-    names: set[str] = set()
-    for text in texts:
-        for line in text.splitlines():
-            speaker, _ = split_speaker(line)
-            if speaker:
-                names.add(speaker.lower())
-    return names
+# Every claim of a block shares the block's window, and each utterance is in several windows.
+@lru_cache(maxsize=256)
+def _window(source: str, context: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The speaker names of the source and its context, and the nouns of the context."""
+    names = frozenset().union(*(_speakers(text) for text in (source, *context)))
+    return names, frozenset().union(*(_nouns(text) for text in context))
 
 
-def _nouns(context: Sequence[str]) -> set[str]:
-    return {
-        stem(w)
-        for text in context
-        for w in (x.lower() for x in WORD_PATTERN.findall(text))
-        if is_content(w)
-    }
+@lru_cache(maxsize=1024)
+def _speakers(text: str) -> frozenset[str]:
+    names = (split_speaker(line)[0] for line in text.splitlines())
+    return frozenset(name.lower() for name in names if name)
+
+
+@lru_cache(maxsize=1024)
+def _nouns(text: str) -> frozenset[str]:
+    return frozenset(
+        stem(w) for w in (x.lower() for x in WORD_PATTERN.findall(text)) if is_content(w)
+    )

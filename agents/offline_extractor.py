@@ -111,6 +111,22 @@ _BASE_FORMS_IN_ED = word_set(
 _NEGATED_FORMS = {"don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't"}
 _CONTRACTION_WORDS = {"'ll": "will", "'d": "would"}
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|[^\sA-Za-z]+|\s+")
+_OBJECT_FORMS = {
+    "me": "{}",
+    "myself": "{}",
+    "my": "{}'s",
+    "mine": "{}'s",
+    "us": "{}'s team",
+    "ourselves": "{}'s team",
+    "our": "{}'s team's",
+    "ours": "{}'s team's",
+}
+# Finds every word resolve_first_person could replace (and a few more): a letter run that is
+# "I", "we" or one of _OBJECT_FORMS. ASCII classes only, since _TOKEN's words are ASCII letters.
+_FIRST_PERSON_HINT = re.compile(
+    r"(?<![A-Za-z])(?:[iI]|[wW][eE]|[mM][eE]|[mM][yY](?:[sS][eE][lL][fF])?|[mM][iI][nN][eE]"
+    r"|[uU][sS]|[oO][uU][rR](?:[sS]|[sS][eE][lL][vV][eE][sS])?)(?![A-Za-z])"
+)
 
 
 class OfflineClaimExtractor(ClaimExtractor):
@@ -203,11 +219,9 @@ def _is_claim(text: str, words: list[str]) -> bool:
         return False
     if first in _RESTRICTORS and second in _PREPOSITIONS:
         return False  # "only for enterprise customers": an answer's fragment
-    anchored = _has_anchor(text)
-    checkable = [w for w in words if is_content(w) and w not in _EVALUATIVE]
-    if _OPINION_FRAMES.match(text) and not anchored:
+    if _OPINION_FRAMES.match(text) and not _has_anchor(text):
         return False
-    return bool(checkable) and _has_verb(words)
+    return any(is_content(w) and w not in _EVALUATIVE for w in words) and _has_verb(words)
 
 
 def _has_anchor(text: str) -> bool:
@@ -244,6 +258,8 @@ def resolve_first_person(text: str, speaker: str) -> str:
     "I'm" becomes "alice is", "we've" becomes "alice's team has", "I need" becomes
     "alice needs"; "we" is read as the speaker's team.
     """
+    if not _FIRST_PERSON_HINT.search(text):
+        return text  # the tokens below always join back into the text
     tokens = _TOKEN.findall(text)
     out: list[str] = []
     agree_next = False
@@ -278,16 +294,8 @@ def resolve_first_person(text: str, speaker: str) -> str:
 
 
 def _object_pronoun(lower: str, speaker: str) -> str | None:
-    return {
-        "me": speaker,
-        "myself": speaker,
-        "my": f"{speaker}'s",
-        "mine": f"{speaker}'s",
-        "us": f"{speaker}'s team",
-        "ourselves": f"{speaker}'s team",
-        "our": f"{speaker}'s team's",
-        "ours": f"{speaker}'s team's",
-    }.get(lower)
+    form = _OBJECT_FORMS.get(lower)
+    return None if form is None else form.format(speaker)
 
 
 def _third_person(token: str, lower: str) -> str:

@@ -96,6 +96,7 @@ _DIGITS = re.compile(r"\d+(?:[.:,]\d+)*")
 _VOWEL = re.compile(r"[aeiouy]")
 _SUFFIXES = ("ation", "ment", "ing", "ed", "ly")
 _CHARGRAM = 4
+_NOT_CONTENT = STOPWORDS | CHITCHAT | NEGATIONS
 # Commas and colons split clauses only before a space, so "1,200" and "14:02" stay whole.
 _CLAUSE = re.compile(
     r"[,;:](?=\s)|[()\[\]—–]|\b(?:and|but|because|although|though|whereas|while|as if)\b", re.I
@@ -141,57 +142,71 @@ class TextView:
 
 def analyse(text: str) -> TextView:
     """Analyse a text once, so that several claims can be compared with it cheaply."""
-    sentences: list[SentenceView] = []
-    bigrams: set[tuple[str, ...]] = set()
-    trigrams: set[tuple[str, ...]] = set()
-    numbers: set[str] = set()
-    entities: set[str] = set()
-    for sentence in split_sentences(text.replace("’", "'")) or [text]:
-        words: list[str] = []
-        clauses: list[frozenset[str]] = []
-        negations = 0
-        negated: set[str] = set()
-        for part in _CLAUSE.split(sentence):
-            part_words = WORD_PATTERN.findall(part)
-            words.extend(part_words)
-            lowered_part = [w.lower() for w in part_words]
-            content = frozenset(stem(w) for w in lowered_part if is_content(w))
-            if not content:
-                continue
-            clauses.append(content)
-            positions = negation_positions(lowered_part)
-            if positions and not _is_hedge(lowered_part):
-                # A negation governs what follows it: "a season with no trophies" negates
-                # the trophies, not the season.
-                negations += len(positions)
-                negated.update(stem(w) for w in lowered_part[positions[0] :] if is_content(w))
-        lowered = [w.lower() for w in words]
-        stems = tuple(stem(w) for w in lowered)
-        sentence_numbers = {n for w in lowered for n in number_values(w)}
-        numbers.update(sentence_numbers)
-        for i, word in enumerate(words):
-            if i and word[0].isupper() and lowered[i] not in STOPWORDS:
-                entities.add(stems[i])
-        bigrams.update(pairwise(stems))
-        trigrams.update(zip(stems, stems[1:], stems[2:], strict=False))
-        sentences.append(
-            SentenceView(
-                stems=stems,
-                content=frozenset(c for clause in clauses for c in clause),
-                clauses=tuple(clauses),
-                negations=negations,
-                negated=frozenset(negated),
-                numbers=frozenset(sentence_numbers),
-                chargrams=_chargrams(" ".join(lowered)),
-            )
-        )
+    parts = [_analyse_sentence(s) for s in split_sentences(text.replace("’", "'")) or [text]]
+    if len(parts) == 1:
+        return parts[0]
     return TextView(
-        sentences=tuple(sentences),
-        content=frozenset(c for s in sentences for c in s.content),
-        bigrams=frozenset(bigrams),
-        trigrams=frozenset(trigrams),
-        numbers=frozenset(numbers),
-        entities=frozenset(entities),
+        sentences=tuple(part.sentences[0] for part in parts),
+        content=frozenset().union(*(part.content for part in parts)),
+        bigrams=frozenset().union(*(part.bigrams for part in parts)),
+        trigrams=frozenset().union(*(part.trigrams for part in parts)),
+        numbers=frozenset().union(*(part.numbers for part in parts)),
+        entities=frozenset().union(*(part.entities for part in parts)),
+    )
+
+
+# Claims mostly restate one sentence of their source word for word, and every claim of a block
+# is compared with the same source, so sentences are analysed once while they are recent.
+@lru_cache(maxsize=2048)
+def _analyse_sentence(sentence: str) -> TextView:
+    """One sentence as a text of its own."""
+    words: list[str] = []
+    lowered: list[str] = []
+    lexemes: list[_Lexeme] = []
+    clauses: list[frozenset[str]] = []
+    negations = 0
+    negated: set[str] = set()
+    for part in _CLAUSE.split(sentence):
+        part_words = WORD_PATTERN.findall(part)
+        if not part_words:
+            continue
+        words.extend(part_words)
+        lowered_part = [w.lower() for w in part_words]
+        lowered.extend(lowered_part)
+        part_lexemes = [_lexeme(w) for w in lowered_part]
+        lexemes.extend(part_lexemes)
+        content = frozenset([lex[0] for lex in part_lexemes if lex[1]])
+        if not content:
+            continue
+        clauses.append(content)
+        positions = negation_positions(lowered_part)
+        if positions and not _is_hedge(lowered_part):
+            # A negation governs what follows it: "a season with no trophies" negates
+            # the trophies, not the season.
+            negations += len(positions)
+            negated.update(lex[0] for lex in part_lexemes[positions[0] :] if lex[1])
+    stems = tuple([lex[0] for lex in lexemes])
+    entities = frozenset(
+        stems[i]
+        for i, word in enumerate(words)
+        if i and word[0].isupper() and lowered[i] not in STOPWORDS
+    )
+    view = SentenceView(
+        stems=stems,
+        content=frozenset().union(*clauses),
+        clauses=tuple(clauses),
+        negations=negations,
+        negated=frozenset(negated),
+        numbers=frozenset([n for lex in lexemes for n in lex[2]]),
+        chargrams=_chargrams(" ".join(lowered)),
+    )
+    return TextView(
+        sentences=(view,),
+        content=view.content,
+        bigrams=frozenset(pairwise(stems)),
+        trigrams=frozenset(zip(stems, stems[1:], stems[2:], strict=False)),
+        numbers=view.numbers,
+        entities=entities,
     )
 
 
@@ -208,13 +223,14 @@ def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
         if not sentence.content:
             continue
         best = best_aligned(sentence, source)
+        aligned_shared = len(sentence.content & best.content)
         precisions.append(len(sentence.content & source.content) / len(sentence.content))
-        recalls.append(len(sentence.content & best.content) / max(len(best.content), 1))
+        recalls.append(aligned_shared / max(len(best.content), 1))
         bigram_scores.append(_ngram_precision(sentence.stems, 2, source.bigrams))
         trigram_scores.append(_ngram_precision(sentence.stems, 3, source.trigrams))
         orders.append(_order_agreement(sentence, best))
         chargram_scores.append(_containment(sentence.chargrams, best.chargrams))
-        aligned = len(sentence.content & best.content) / len(sentence.content)
+        aligned = aligned_shared / len(sentence.content)
         # Polarity only means something when the claim restates the aligned sentence.
         if aligned >= _RESTATES and polarity_flipped(sentence, best):
             negation_mismatch = 1.0
@@ -247,14 +263,13 @@ def contradiction(claim: TextView, source: TextView) -> str | None:
     sentence for one the source never mentions.
     """
     for sentence in claim.sentences:
-        core = frozenset(c for c in sentence.content if not number_values(c))
+        core = _without_numbers(sentence.content)
         if not core:
             continue
         best = best_aligned(sentence, source)
         # Numbers are left out so that a swapped number still counts as a restatement, and only
         # the source clauses the claim draws on count, so "X and it is stable now" restates X.
-        drawn_on = frozenset(c for clause in best.clauses if clause & core for c in clause)
-        drawn_on = frozenset(c for c in drawn_on if not number_values(c))
+        drawn_on = _without_numbers(frozenset().union(*(c for c in best.clauses if c & core)))
         shared = len(core & best.content)
         if shared / len(core) < _CLOSE_PRECISION or shared / max(len(drawn_on), 1) < _CLOSE_RECALL:
             continue
@@ -267,7 +282,7 @@ def contradiction(claim: TextView, source: TextView) -> str | None:
 
 def polarity_flipped(claim: SentenceView, source: SentenceView) -> bool:
     """Whether exactly one side negates the (non-numeric) content the two sentences share."""
-    shared = frozenset(c for c in claim.content & source.content if not number_values(c))
+    shared = _without_numbers(claim.content & source.content)
     return bool(claim.negated & shared) != bool(source.negated & shared)
 
 
@@ -305,6 +320,7 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=65536)
 def number_values(word: str) -> tuple[str, ...]:
     """The numbers in a lower-case token: "10-11" -> ("10", "11"), "1,200" -> ("1200",),
     "26-year-old" -> ("26",), "v2.3" -> ("2.3",), "two" -> ("2",); () for a word without any."""
@@ -313,14 +329,23 @@ def number_values(word: str) -> tuple[str, ...]:
     return tuple(n.replace(",", "") for n in _DIGITS.findall(word))
 
 
+@lru_cache(maxsize=65536)
 def is_content(word: str) -> bool:
     """Whether a lower-case word carries checkable content (not a function word or filler)."""
-    return (
-        word not in STOPWORDS
-        and word not in CHITCHAT
-        and word not in NEGATIONS
-        and not word.endswith(("n't", "n’t"))
-    )
+    return word not in _NOT_CONTENT and not word.endswith(("n't", "n’t"))
+
+
+_Lexeme = tuple[str, bool, tuple[str, ...]]
+
+
+@lru_cache(maxsize=65536)
+def _lexeme(word: str) -> _Lexeme:
+    """Stem, content flag and numbers of a lower-case word, looked up once per distinct word."""
+    return stem(word), is_content(word), number_values(word)
+
+
+def _without_numbers(stems: frozenset[str]) -> frozenset[str]:
+    return frozenset([c for c in stems if not number_values(c)])
 
 
 def count_negations(lowered: list[str]) -> int:
@@ -332,13 +357,12 @@ def negation_positions(lowered: list[str]) -> list[int]:
     """Indexes of the negation words ("not", "never", "didn't" ...) in lower-case words."""
     positions = []
     for i, word in enumerate(lowered):
-        following = lowered[i + 1] if i + 1 < len(lowered) else ""
+        if word in NEGATIONS:
+            following = lowered[i + 1] if i + 1 < len(lowered) else ""
+            if (word, following) not in _NOT_NEGATING:
+                positions.append(i)
         # Tokenised datasets write "don ' t", which arrives as "don" then "t".
-        if (
-            (word in NEGATIONS and (word, following) not in _NOT_NEGATING)
-            or word.endswith("n't")
-            or (word == "t" and i and lowered[i - 1].endswith("n"))
-        ):
+        elif word.endswith("n't") or (word == "t" and i and lowered[i - 1].endswith("n")):
             positions.append(i)
     return positions
 
@@ -349,7 +373,7 @@ def _is_hedge(clause: list[str]) -> bool:
 
 def _chargrams(text: str) -> frozenset[str]:
     padded = f" {text} "
-    return frozenset(padded[i : i + _CHARGRAM] for i in range(len(padded) - _CHARGRAM + 1))
+    return frozenset(map("".join, zip(*(padded[i:] for i in range(_CHARGRAM)), strict=False)))
 
 
 def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
@@ -360,7 +384,7 @@ def _ngram_precision(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, 
     grams = list(zip(*(stems[i:] for i in range(n)), strict=False))
     if not grams:
         return 0.0
-    return sum(g in pool for g in grams) / len(grams)
+    return sum(map(pool.__contains__, grams)) / len(grams)
 
 
 def _order_agreement(sentence: SentenceView, aligned: SentenceView) -> float:

@@ -4,6 +4,9 @@
   dir stops write-backs and evaluation; watching and queueing go on.
 - **Heartbeat**: the daemon stamps ``meta.heartbeat`` (pid, time, state) every few seconds, so
   ``aclarai status`` can tell a live daemon from a hung one.
+- **LLM usage**: ``meta.llm_usage`` holds the cumulative counters (calls, retries, failures,
+  tokens, cache hits) of every resync and daemon run on the vault, so ``aclarai status`` can show
+  what the endpoint has cost; each process adds only what it spent since its last flush.
 - **Resync hand-off**: ``aclarai resync`` while a daemon holds the vault lock does not wait for the
   lock (the daemon never lets it go); it records ``resync_request:<id>`` and waits for the daemon
   to answer ``resync_answer:<id>`` with its summary. The daemon runs the request through the same
@@ -17,22 +20,26 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_queue
 from aclarai.daemon.lock import LOCK_NAME, LockBusy, is_held, read_holder
 from aclarai.daemon.queue import DurableQueue
+from aclarai.parsers import AclaraiError
 
 log = logging.getLogger(__name__)
 
 PAUSED_KEY = "paused"
 PAUSED_MARKER = "PAUSED"
 HEARTBEAT_KEY = "heartbeat"
+USAGE_KEY = "llm_usage"
 REQUEST_PREFIX = "resync_request:"
 ANSWER_PREFIX = "resync_answer:"
 DAEMON_ROLE = "daemon"
@@ -96,6 +103,63 @@ def read_heartbeat(queue: DurableQueue) -> Heartbeat | None:
         return Heartbeat(**json.loads(raw))
     except (ValueError, TypeError):
         return None
+
+
+def read_usage(queue: DurableQueue) -> dict[str, int]:
+    """The LLM usage recorded for this vault so far, by counter name; empty when none is."""
+    raw = queue.get_meta(USAGE_KEY)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        log.warning("ignoring an unreadable %s row in the queue's meta table", USAGE_KEY)
+        return {}
+    return {str(k): v for k, v in data.items() if isinstance(v, int)}
+
+
+def add_usage(queue: DurableQueue, deltas: Mapping[str, int]) -> None:
+    """Add ``deltas`` to the recorded totals (nothing is written when they are all 0).
+
+    A read-modify-write: safe because only the holder of the vault lock (a resync or the
+    daemon) adds, and :class:`UsageRecorder` serialises the daemon's threads.
+
+    Raises:
+        QueueError: The queue could not be written.
+    """
+    if not any(deltas.values()):
+        return
+    totals = read_usage(queue)
+    for name, value in deltas.items():
+        totals[name] = totals.get(name, 0) + value
+    queue.set_meta(USAGE_KEY, json.dumps(totals, sort_keys=True))
+
+
+class UsageRecorder:
+    """Adds what a set of counters has grown by since the last flush to the recorded totals."""
+
+    def __init__(self, queue: DurableQueue, counters: UsageCounters | None) -> None:
+        self._queue = queue
+        self._counters = counters
+        self._flushed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def flush(self) -> None:
+        """Record the growth since the last successful flush; a failed write is retried by the
+        next flush, so nothing is counted twice or lost."""
+        if self._counters is None:
+            return
+        with self._lock:
+            now = self._counters.snapshot()
+            grown = {name: value - self._flushed.get(name, 0) for name, value in now.items()}
+            try:
+                add_usage(self._queue, grown)
+            except AclaraiError as exc:
+                log.warning("could not record the LLM usage (kept for the next try): %s", exc)
+                return
+            self._flushed = now
 
 
 @dataclass(frozen=True, slots=True)

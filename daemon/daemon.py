@@ -31,7 +31,7 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from aclarai.agents import Evaluator
+from aclarai.agents import Evaluator, UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.control import (
@@ -39,6 +39,7 @@ from aclarai.daemon.control import (
     PauseSwitch,
     ResyncAnswer,
     ResyncRequest,
+    UsageRecorder,
     answer_request,
     pending_requests,
     stamp_heartbeat,
@@ -127,6 +128,7 @@ class _Daemon:
         self.queue = build_queue(config, state_dir)
         self.store = build_store(config, state_dir)
         self.agents = build_agents(config, state_dir, self.store)
+        self.usage = UsageRecorder(self.queue, self.agents.usage)
         self.own_writes = OwnWrites()
         self.pause = PauseSwitch(self.queue, state_dir)
         self.sync_lock = threading.RLock()
@@ -283,6 +285,7 @@ class _Daemon:
         if now >= self._next_beat:
             self._next_beat = now + HEARTBEAT_EVERY_S
             self._stamp("paused" if paused else "running")
+            self.usage.flush()
         if now >= self._next_requests:
             self._next_requests = now + REQUESTS_EVERY_S
             for request in pending_requests(self.queue):
@@ -317,9 +320,18 @@ class _Daemon:
             log.exception("reconcile (%s) failed; the next one will retry", reason)
 
     def _reconcile(
-        self, reason: str, consumer: DirtyBlockConsumer | None = None, *, reevaluate: bool = False
+        self,
+        reason: str,
+        consumer: DirtyBlockConsumer | None = None,
+        *,
+        reevaluate: bool = False,
+        extra_usage: UsageCounters | None = None,
     ) -> ResyncSummary:
+        """Scan and drain under both locks; ``extra_usage`` counts what ``consumer``'s own
+        evaluator spends, when it is not the daemon's."""
         with self.reconcile_lock, self.drain_lock:
+            counters = [c for c in (self.agents.usage, extra_usage) if c is not None]
+            before = [c.snapshot() for c in counters]
             started = time.monotonic()
             log.info("reconcile (%s) started", reason)
             report, stats = reconcile(
@@ -331,6 +343,7 @@ class _Daemon:
             )
             elapsed = time.monotonic() - started
             self.queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self.usage.flush()
             log.info(
                 "reconcile (%s) done in %.2f s: %d notes seen, %d dirty blocks, %d claims "
                 "evaluated, %d notes rewritten",
@@ -341,8 +354,16 @@ class _Daemon:
                 stats.claims_evaluated,
                 stats.files_written,
             )
+            threshold = self.config.threshold.claim_quality
             return ResyncSummary(
-                self.vault.root, self.state_dir, report, stats, self.store.counts(), elapsed
+                self.vault.root,
+                self.state_dir,
+                report,
+                stats,
+                self.store.counts(quality_threshold=threshold),
+                elapsed,
+                usage=_grown(before, counters),
+                quality_threshold=threshold,
             )
 
     def _handoff(self, request: ResyncRequest) -> None:
@@ -361,6 +382,7 @@ class _Daemon:
         log.info("resync request %s answered", request.id)
 
     def _serve(self, request: ResyncRequest) -> ResyncSummary:
+        threshold = self.config.threshold.claim_quality
         if request.dry_run:
             started = time.monotonic()
             report = Scanner(self.vault, self.store, None).scan(full=True, dry_run=True)
@@ -369,17 +391,21 @@ class _Daemon:
                 self.state_dir,
                 report,
                 DrainStats(),
-                self.store.counts(),
+                self.store.counts(quality_threshold=threshold),
                 time.monotonic() - started,
                 dry_run=True,
+                quality_threshold=threshold,
             )
         if not request.reevaluate:
             return self._reconcile("resync request")
         fresh = build_agents(self.config, self.state_dir, reevaluate=True)
         try:
             consumer = self._consumer(fresh.evaluator, reevaluate=True)
-            return self._reconcile("resync --reevaluate", consumer, reevaluate=True)
+            return self._reconcile(
+                "resync --reevaluate", consumer, reevaluate=True, extra_usage=fresh.usage
+            )
         finally:
+            UsageRecorder(self.queue, fresh.usage).flush()
             fresh.close()
 
     def _stamp(self, state: str) -> None:
@@ -416,6 +442,7 @@ class _Daemon:
             scheduler.shutdown(wait=False)
         consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
         self.busy = consumer.is_alive() or self.reconcile_lock.locked()
+        self.usage.flush()
         self._stamp("stopped")
         if self.busy:
             # Our handlers stay: a second signal while this work winds down exits at once.
@@ -429,6 +456,15 @@ class _Daemon:
         self.agents.close()
         self.store.close()
         self.queue.close()
+
+
+def _grown(before: list[dict[str, int]], counters: list[UsageCounters]) -> dict[str, int]:
+    """What ``counters`` (snapshotted as ``before``) have grown by, summed by counter name."""
+    grown: dict[str, int] = {}
+    for old, current in zip(before, counters, strict=True):
+        for name, value in current.snapshot().items():
+            grown[name] = grown.get(name, 0) + value - old.get(name, 0)
+    return grown
 
 
 def _force_exit() -> None:

@@ -34,6 +34,8 @@ def setup_logging(level: str = "INFO", fmt: str = "auto") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    logging.captureWarnings(True)
+    logging.getLogger("py.warnings").handlers[:] = [handler]
     for noisy in ("httpx", "openai", "neo4j", "apscheduler", "watchdog"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # watchdog reports its own orderly shutdown ("queue_events() called when the thread is

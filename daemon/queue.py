@@ -269,7 +269,10 @@ class DurableQueue:
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                raise QueueError(f"queue read failed: {exc}") from exc
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:

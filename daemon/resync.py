@@ -17,6 +17,7 @@ from pathlib import Path
 
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
+from aclarai.daemon.control import UsageRecorder
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
@@ -27,7 +28,7 @@ from aclarai.daemon.lock import VaultLock
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.scan import Scanner, ScanReport
 from aclarai.daemon.writer import remove_stale_temp_files
-from aclarai.graph import GraphStore, StoreCounts
+from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
 from aclarai.parsers import AclaraiError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class ResyncSummary:
     """Why the graph store went away during the run; its work stays queued."""
     queued: int | None = None
     """Blocks still in the queue after the run (waiting for a retry or for the store)."""
+    quality_threshold: float = DEFAULT_QUALITY_THRESHOLD
+    """What ``counts.low_quality`` counts claims below (``threshold.claim_quality``)."""
 
     @property
     def ok(self) -> bool:
@@ -105,6 +108,7 @@ def resync(
     if not vault_root.is_dir():
         raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")
     state_dir = config.state_dir_for(vault_root)
+    threshold = config.threshold.claim_quality
     vault = build_vault(config, vault_root)
     lock = VaultLock(state_dir, "resync")
     lock.acquire(timeout_s=lock_timeout_s)
@@ -120,9 +124,10 @@ def resync(
                     state_dir,
                     report,
                     DrainStats(),
-                    store.counts(),
+                    store.counts(quality_threshold=threshold),
                     time.monotonic() - started,
                     dry_run=True,
+                    quality_threshold=threshold,
                 )
             queue.recover_inflight()
             queue.make_due()
@@ -148,7 +153,10 @@ def resync(
                 finally:
                     usage = agents.usage.snapshot() if agents.usage is not None else {}
                     agents.close()
-                counts: StoreCounts | None = None if stats.store_errors else store.counts()
+                    UsageRecorder(queue, agents.usage).flush()
+                counts: StoreCounts | None = (
+                    None if stats.store_errors else store.counts(quality_threshold=threshold)
+                )
             except StoreUnavailable as exc:
                 # The scan's own store calls failed (the consumer logs the drain's): one line.
                 log.warning("graph store unavailable; queued work waits for the next run: %s", exc)
@@ -170,6 +178,7 @@ def resync(
                 usage=usage,
                 store_error=store_error,
                 queued=queue.depth(),
+                quality_threshold=threshold,
             )
         finally:
             store.close()
@@ -197,6 +206,7 @@ def format_summary(summary: ResyncSummary) -> str:
         rows += [
             ("graph: blocks / claims", f"{c.blocks} / {c.claims}"),
             ("graph: scored claims / with null", f"{c.scored_claims} / {c.null_scores}"),
+            (f"graph: claims below quality {summary.quality_threshold:.2f}", c.low_quality),
         ]
     for key, value in summary.usage.items():
         rows.append((f"llm {key}", value))

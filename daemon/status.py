@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
-from aclarai.daemon.control import Heartbeat, read_heartbeat
+from aclarai.daemon.control import Heartbeat, read_heartbeat, read_usage
 from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
 from aclarai.daemon.queue import QueueEntry
 from aclarai.daemon.scan import Scanner
-from aclarai.graph import StoreCounts
+from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim
 
 STALE_HEARTBEAT_S = 30.0
+LOW_QUALITY_SHOWN = 10
+CLAIM_TEXT_SHOWN = 80
 
 
 @dataclass
@@ -32,6 +36,11 @@ class Status:
     """With --verify: blocks whose stored hash differs from the vault's (0 when in step)."""
     heartbeat: Heartbeat | None = None
     """The daemon's last stamp (it stamps every few seconds while it runs)."""
+    quality_threshold: float = DEFAULT_QUALITY_THRESHOLD
+    low_quality: list[StoredClaim] = field(default_factory=list)
+    """The lowest-quality claims below ``quality_threshold`` (at most ``LOW_QUALITY_SHOWN``)."""
+    llm_usage: dict[str, int] = field(default_factory=dict)
+    """What every resync and daemon run on this vault has spent on the LLM endpoint."""
 
 
 def collect_status(config: Config, vault_root: Path, *, verify: bool = False) -> Status:
@@ -43,14 +52,18 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         last = queue.get_meta("last_resync")
         paused = queue.get_meta("paused") == "1" or (state_dir / "PAUSED").exists()
         heartbeat = read_heartbeat(queue)
+        usage = read_usage(queue)
     finally:
         queue.close()
+    threshold = config.threshold.claim_quality
     counts = error = None
     drift = None
+    low_quality: list[StoredClaim] = []
     try:
         store = build_store(config, state_dir)
         try:
-            counts = store.counts()
+            counts = store.counts(quality_threshold=threshold)
+            low_quality = store.low_quality_claims(threshold, LOW_QUALITY_SHOWN)
             if verify:
                 report = Scanner(build_vault(config, vault_root), store, None).scan(
                     full=True, dry_run=True, force_read=True
@@ -73,6 +86,9 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         counts_error=error,
         drift=drift,
         heartbeat=heartbeat,
+        quality_threshold=threshold,
+        low_quality=low_quality,
+        llm_usage=usage,
     )
 
 
@@ -97,9 +113,16 @@ def format_status(status: Status) -> str:
             f"claims       {c.claims}",
             f"scored       {c.scored_claims}",
             f"null scores  {c.null_scores}",
+            f"low quality  {c.low_quality} below {status.quality_threshold:.2f}",
         ]
+        for claim in status.low_quality:
+            quality = claim.score.quality if claim.score is not None else None
+            shown = "null" if quality is None else f"{quality:.2f}"
+            lines.append(f"  {shown}  {claim.block_id}  {_shorten(claim.text)}")
     else:
         lines.append(f"graph        unavailable: {status.counts_error}")
+    usage = _usage_line(status.llm_usage) if status.llm_usage else "none recorded"
+    lines.append(f"llm usage    {usage}")
     if status.drift is not None:
         lines.append(
             f"verify       {'in step' if status.drift == 0 else f'{status.drift} blocks differ'}"
@@ -115,3 +138,18 @@ def _heartbeat_line(status: Status) -> str:
     if status.running and beat.state != "stopped" and beat.age_s > STALE_HEARTBEAT_S:
         line += " - stale: the daemon may be hung"
     return line
+
+
+def _usage_line(usage: Mapping[str, int]) -> str:
+    counters = UsageCounters()
+    known = counters.snapshot()
+    counters.add(**{name: value for name, value in usage.items() if name in known})
+    return counters.summary()
+
+
+def _shorten(text: str) -> str:
+    """One line of at most ``CLAIM_TEXT_SHOWN`` characters: the listing stays a table."""
+    flat = " ".join(text.split())
+    if len(flat) <= CLAIM_TEXT_SHOWN:
+        return flat
+    return flat[: CLAIM_TEXT_SHOWN - 1] + "…"

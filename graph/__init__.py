@@ -1,6 +1,7 @@
 """One storage interface for blocks, claims and scored ``ORIGINATES_FROM`` edges."""
 
 from aclarai.graph.base import (
+    DEFAULT_QUALITY_THRESHOLD,
     BlockRecord,
     ClaimRecord,
     FileState,
@@ -18,6 +19,7 @@ from aclarai.graph.query_tool import GraphQueryTool, make_query_tool
 from aclarai.graph.sqlite import SqliteStore
 
 __all__ = [
+    "DEFAULT_QUALITY_THRESHOLD",
     "BlockRecord",
     "ClaimRecord",
     "FileState",

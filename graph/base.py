@@ -128,6 +128,13 @@ class StoreCounts:
     """Claims whose edge carries three non-null scores."""
     null_scores: int
     """Claims evaluated with at least one failed (null) score."""
+    low_quality: int = 0
+    """Claims of live blocks whose quality is below the threshold ``counts`` was given. A null
+    quality (a failed score) is never low: those claims are counted in ``null_scores``."""
+
+
+DEFAULT_QUALITY_THRESHOLD = 0.70
+"""Claims whose quality is below this are marked (``threshold.claim_quality`` in the config)."""
 
 
 def claim_quality(*scores: float | None) -> float | None:
@@ -201,7 +208,27 @@ class GraphStore(ABC):
         """Write scores onto edges whose block still has ``evaluated_hash``; return how many."""
 
     @abstractmethod
-    def counts(self) -> StoreCounts: ...
+    def low_quality_claims(
+        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+    ) -> list[StoredClaim]:
+        """Claims of live blocks whose edge quality is non-null and below ``threshold``.
+
+        Args:
+            threshold: Quality under which a claim is marked (strictly below).
+            limit: At most this many are returned.
+
+        Returns:
+            The lowest first (ties by claim id, then block id); one entry per edge, so a claim
+            originating from two blocks may appear twice.
+        """
+
+    @abstractmethod
+    def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:
+        """How many rows of each kind the store holds.
+
+        Args:
+            quality_threshold: What ``low_quality`` counts claims below.
+        """
 
     @abstractmethod
     def close(self) -> None: ...

@@ -149,6 +149,18 @@ OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
     + _CLAIM_FIELDS
 )
 
+# The limit applies to edges, before the omitted elements multiply the rows. A null quality (an
+# absent property) never compares below the threshold.
+LOW_QUALITY_CLAIMS = (
+    """
+MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
+WHERE b.deleted_at IS NULL AND e.quality < $threshold
+WITH c, e, b ORDER BY e.quality, c.id, b.id LIMIT $limit
+OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
+"""
+    + _CLAIM_FIELDS
+)
+
 # ``SET e += props`` with a null value removes the property: a failed score reads back as None.
 WRITE_SCORES = """
 UNWIND $rows AS r
@@ -173,8 +185,10 @@ COUNTS = f"""
 OPTIONAL MATCH (f:File) WITH count(f) AS files
 OPTIONAL MATCH (b:Block) WITH files, count(b) AS all_blocks, count(b.deleted_at) AS deleted
 OPTIONAL MATCH (c:Claim) WITH files, all_blocks, deleted, count(c) AS claims
-OPTIONAL MATCH (s:Claim)-[e:ORIGINATES_FROM]->(:Block) WHERE e.evaluated_hash IS NOT NULL
+OPTIONAL MATCH (s:Claim)-[e:ORIGINATES_FROM]->(sb:Block) WHERE e.evaluated_hash IS NOT NULL
 RETURN files, all_blocks - deleted AS blocks, deleted, claims,
   count(DISTINCT CASE WHEN NOT ({_ANY_NULL}) THEN s.id END) AS scored,
-  count(DISTINCT CASE WHEN {_ANY_NULL} THEN s.id END) AS null_scores
+  count(DISTINCT CASE WHEN {_ANY_NULL} THEN s.id END) AS null_scores,
+  count(DISTINCT CASE WHEN sb.deleted_at IS NULL AND e.quality < $threshold THEN s.id END)
+    AS low_quality
 """

@@ -82,10 +82,17 @@ def m003_edges_by_block(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX edges_block ON edges (block_id, ordinal)")
 
 
+def m004_edges_by_quality(conn: sqlite3.Connection) -> None:
+    # ``aclarai status`` lists the lowest-quality claims and counts those below the threshold;
+    # without this it sorts every edge. Partial: unscored and failed edges are never listed.
+    conn.execute("CREATE INDEX edges_quality ON edges (quality) WHERE quality IS NOT NULL")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
     m003_edges_by_block,
+    m004_edges_by_quality,
 )
 
 

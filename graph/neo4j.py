@@ -30,6 +30,7 @@ from neo4j.exceptions import TransientError as DriverTransientError
 
 from aclarai.graph import cypher
 from aclarai.graph.base import (
+    DEFAULT_QUALITY_THRESHOLD,
     ClaimRecord,
     FileState,
     FileSync,
@@ -114,6 +115,12 @@ def _claims_from_rows(
         key = (row["file"], row["position"], row["edge"].get("ordinal", 0), row["id"])
         claims.append((key, _stored_claim(row, omitted)))
     return claims
+
+
+def _by_quality(claim: StoredClaim) -> tuple[float, str, str]:
+    """The order of ``low_quality_claims``: lowest first, then by claim and block id."""
+    quality = claim.score.quality if claim.score is not None else None
+    return (quality if quality is not None else 0.0, claim.id, claim.block_id)
 
 
 def _score_props(score: ScoreRecord, now: str) -> dict[str, Any]:
@@ -417,8 +424,21 @@ class Neo4jStore(GraphStore):
         [row] = self._query("write_scores", cypher.WRITE_SCORES, {"rows": rows}, write=True)
         return int(row["written"])
 
-    def counts(self) -> StoreCounts:
-        [row] = self._query("counts", cypher.COUNTS, {})
+    def low_quality_claims(
+        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+    ) -> list[StoredClaim]:
+        """See GraphStore."""
+        if limit < 0:
+            raise ValueError("limit must not be negative")
+        if limit == 0:
+            return []
+        params = {"threshold": float(threshold), "limit": limit}
+        rows = self._query("low_quality_claims", cypher.LOW_QUALITY_CLAIMS, params)
+        return sorted((claim for _, claim in _claims_from_rows(rows)), key=_by_quality)
+
+    def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:
+        params = {"threshold": float(quality_threshold)}
+        [row] = self._query("counts", cypher.COUNTS, params)
         return StoreCounts(
             files=row["files"],
             blocks=row["blocks"],
@@ -426,6 +446,7 @@ class Neo4jStore(GraphStore):
             claims=row["claims"],
             scored_claims=row["scored"],
             null_scores=row["null_scores"],
+            low_quality=row["low_quality"],
         )
 
     def close(self) -> None:

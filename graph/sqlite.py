@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aclarai.graph.base import (
+    DEFAULT_QUALITY_THRESHOLD,
     ClaimRecord,
     FileState,
     FileSync,
@@ -413,7 +414,23 @@ class SqliteStore(GraphStore):
         with self._write("write_scores") as conn:
             return conn.executemany(_WRITE_SCORE, params).rowcount
 
-    def counts(self) -> StoreCounts:
+    def low_quality_claims(
+        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+    ) -> list[StoredClaim]:
+        """See GraphStore; a NULL quality never compares below the threshold."""
+        if limit < 0:
+            raise ValueError("limit must not be negative")
+        with self._read("low_quality_claims") as conn:
+            rows = conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM edges e "
+                "JOIN blocks b ON b.id = e.block_id JOIN claims c ON c.id = e.claim_id "
+                "WHERE b.deleted_at IS NULL AND e.quality < ? "
+                "ORDER BY e.quality, c.id, e.block_id LIMIT ?",
+                (threshold, limit),
+            ).fetchall()
+        return [_stored_claim(row) for row in rows]
+
+    def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:
         with self._read("counts") as conn:
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM files),"
@@ -423,7 +440,11 @@ class SqliteStore(GraphStore):
                 " (SELECT count(DISTINCT claim_id) FROM edges e"
                 f"   WHERE e.evaluated_hash IS NOT NULL AND NOT {_ANY_NULL_SCORE}),"
                 " (SELECT count(DISTINCT claim_id) FROM edges e"
-                f"   WHERE e.evaluated_hash IS NOT NULL AND {_ANY_NULL_SCORE})"
+                f"   WHERE e.evaluated_hash IS NOT NULL AND {_ANY_NULL_SCORE}),"
+                " (SELECT count(DISTINCT e.claim_id) FROM edges e"
+                "   JOIN blocks b ON b.id = e.block_id"
+                "   WHERE b.deleted_at IS NULL AND e.quality < ?)",
+                (quality_threshold,),
             ).fetchone()
         return StoreCounts(*row)
 

@@ -42,6 +42,7 @@ _SENTENCE_ENDING_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+_LOOK_BACK = 64
 # A line that opens a new unit even without a blank line before it.
 _BLOCK_START = re.compile(r"\n[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n\s*")
@@ -58,6 +59,10 @@ def split_sentences(text: str) -> list[str]:
         The sentences in order, stripped, none empty. Concatenated, they hold every
         non-whitespace character of ``text`` in its original order.
     """
+    if "\n" not in text:
+        # One line is one paragraph and one unit.
+        unit = text.strip()
+        return _split_unit(unit) if unit else []
     sentences: list[str] = []
     for paragraph in _BLANK_LINE.split(text):
         for unit in _split_lines(paragraph):
@@ -115,7 +120,7 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     if punct != ".":
         # An ellipsis followed by a lower-case word is a pause, not an end.
         return not lower_next
-    match = _WORD_BEFORE.search(unit, 0, punct_at)
+    match = _word_before(unit, punct_at)
     if match is None:
         return True
     word = match.group(1).lower().strip(".")
@@ -127,6 +132,20 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     if len(word) == 1 and word.isalpha():
         return False
     return not ("." in word and lower_next)
+
+
+def _word_before(unit: str, end: int) -> re.Match[str] | None:
+    """``_WORD_BEFORE`` searched in ``unit[:end]``, looking back only as far as it must.
+
+    A search from the start of a long unit costs time in proportion to the text before the
+    full stop, once per full stop; a search from a few characters back finds the same word
+    unless that word reaches back to where the search began.
+    """
+    start = max(0, end - _LOOK_BACK)
+    match = _WORD_BEFORE.search(unit, start, end)
+    if start and match is not None and match.start() == start:
+        match = _WORD_BEFORE.search(unit, 0, end)
+    return match
 
 
 def _cut_long(sentence: str) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from aclarai.graph import SqliteStore
 from aclarai.graph.migrations import MIGRATIONS, MIGRATIONS_TABLE, applied_migrations, migrate
 from aclarai.parsers import StoreError
-from tests.graph.builders import claim, note
+from tests.graph.builders import claim, note, score
 
 ALL_NAMES = [fn.__name__ for fn in MIGRATIONS]
 
@@ -32,6 +32,10 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _indexes(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA index_list({table})")}
 
 
 def test_names_are_numbered_in_order() -> None:
@@ -63,6 +67,7 @@ def test_blank_database_gets_the_whole_schema(conn: sqlite3.Connection) -> None:
         "evaluated_at",
         "omitted",
     } <= set(_columns(conn, "edges"))
+    assert {"edges_block", "edges_quality"} <= _indexes(conn, "edges")
     assert migrate(conn) == [], "a second run applies nothing"
 
 
@@ -118,13 +123,32 @@ def test_a_database_from_a_newer_aclarai_is_refused_untouched(tmp_path: Path) ->
 
 
 def test_a_failing_migration_leaves_the_previous_state(conn: sqlite3.Connection) -> None:
-    def m004_breaks_halfway(c: sqlite3.Connection) -> None:
+    def m999_breaks_halfway(c: sqlite3.Connection) -> None:
         c.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("crash in the middle")
 
     with pytest.raises(RuntimeError, match="crash in the middle"):
-        migrate(conn, [*MIGRATIONS, m004_breaks_halfway])
+        migrate(conn, [*MIGRATIONS, m999_breaks_halfway])
 
     assert "half_done" not in _tables(conn)
     assert applied_migrations(conn) == ALL_NAMES
     assert not conn.in_transaction
+
+
+def test_listing_low_quality_claims_reads_the_quality_index(tmp_path: Path) -> None:
+    with SqliteStore(tmp_path / "graph.sqlite") as store:
+        store.sync_files([note("a.md", "alpha.")])
+        store.replace_claims({"a-0": [claim("c", "a-0")]})
+        store.write_scores([score("c", "a-0", store.get_blocks(["a-0"])["a-0"].hash, 0.1)])
+        assert [c.id for c in store.low_quality_claims(0.7, 10)] == ["c"]
+
+    conn = sqlite3.connect(tmp_path / "graph.sqlite")
+    try:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT claim_id FROM edges WHERE quality < ? "
+            "ORDER BY quality LIMIT 10",
+            (0.7,),
+        ).fetchall()
+    finally:
+        conn.close()
+    assert any("edges_quality" in row[3] for row in plan)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from aclarai.graph import FileState, GraphStore, StoreCounts, claim_quality
+from aclarai.graph import FileState, GraphStore, ScoreRecord, StoreCounts, claim_quality
 from tests.graph.builders import block, claim, file_sync, note, score
 
 
@@ -28,7 +28,8 @@ def _scored_store(store: GraphStore) -> None:
 
 def test_empty_store(store: GraphStore) -> None:
     assert store.file_states() == {}
-    assert store.counts() == StoreCounts(0, 0, 0, 0, 0, 0)
+    assert store.counts() == StoreCounts(0, 0, 0, 0, 0, 0, 0)
+    assert store.low_quality_claims() == []
     assert store.sync_files([]) == []
     assert store.claims_needing_evaluation() == []
     assert store.get_blocks(["nope"]) == {}
@@ -419,7 +420,102 @@ def test_counts_track_every_kind_of_row(store: GraphStore) -> None:
     store.write_scores([score("c3", "a-1", _hash(store, "a-1"), 0.1, None, None, "error")])
 
     assert store.counts() == StoreCounts(
-        files=2, blocks=3, deleted_blocks=1, claims=3, scored_claims=1, null_scores=1
+        files=2, blocks=3, deleted_blocks=1, claims=3, scored_claims=1, null_scores=1, low_quality=0
     )
+    assert store.counts(quality_threshold=0.8).low_quality == 1, "c1 is at ~0.80, c3 is null"
     store.forget_files(["b.md"])
     assert store.counts().files == 1
+
+
+# --- claim quality ---------------------------------------------------------------------------
+
+
+def _quality_store(store: GraphStore) -> dict[str, ScoreRecord]:
+    """One claim per block of a.md, each scored to a different quality; returns the scores.
+
+    high ~0.80, low 0.50, lower ~0.18, zero 0.0, failed null, unscored never evaluated, and
+    gone ~0.18 on a block that is then deleted.
+    """
+    names = ["high", "low", "lower", "zero", "failed", "unscored", "gone"]
+    store.sync_files([note("a.md", *(f"{name} text." for name in names))])
+    store.replace_claims({f"a-{i}": [claim(name, f"a-{i}")] for i, name in enumerate(names)})
+    triples = {
+        "high": (0.9, 0.8, 0.7),
+        "low": (0.5, 0.25, 1.0),
+        "lower": (0.1, 0.2, 0.3),
+        "zero": (0.0, 0.9, 0.9),
+        "failed": (None, 0.9, 0.9),
+        "gone": (0.1, 0.2, 0.3),
+    }
+    written = {
+        name: dataclasses.replace(
+            score(name, f"a-{names.index(name)}", _hash(store, f"a-{names.index(name)}"), *t),
+            omitted=("on Tuesday", "twice"),
+            evaluated_at="2024-06-03T09:00:00+00:00",
+        )
+        for name, t in triples.items()
+    }
+    assert store.write_scores(list(written.values())) == len(written)
+    store.mark_deleted([f"a-{names.index('gone')}"])
+    return written
+
+
+def test_low_quality_counts_only_scored_claims_of_live_blocks_strictly_below(
+    store: GraphStore,
+) -> None:
+    written = _quality_store(store)
+
+    assert store.counts().low_quality == 3, "the default threshold is 0.70"
+    assert store.counts(quality_threshold=0.70) == StoreCounts(
+        files=1,
+        blocks=6,
+        deleted_blocks=1,
+        claims=7,
+        scored_claims=5,
+        null_scores=1,
+        low_quality=3,
+    )
+    assert store.counts(quality_threshold=0.0).low_quality == 0
+    assert store.counts(quality_threshold=1.0).low_quality == 4, "null and unscored never count"
+    at_low = written["low"].quality
+    assert at_low == pytest.approx(0.5)
+    assert store.counts(quality_threshold=at_low).low_quality == 2, "equal is not below"
+
+
+def test_low_quality_claims_lists_the_lowest_first_with_their_scores(store: GraphStore) -> None:
+    written = _quality_store(store)
+
+    listed = store.low_quality_claims(0.70, 10)
+
+    assert [(c.id, c.block_id, c.text) for c in listed] == [
+        ("zero", "a-3", "claim zero"),
+        ("lower", "a-2", "claim lower"),
+        ("low", "a-1", "claim low"),
+    ]
+    assert [c.score for c in listed] == [written["zero"], written["lower"], written["low"]]
+    assert [c.id for c in store.low_quality_claims(0.70, 2)] == ["zero", "lower"]
+    assert [c.id for c in store.low_quality_claims()] == ["zero", "lower", "low"]
+    assert store.low_quality_claims(0.70, 0) == []
+    assert store.low_quality_claims(0.0, 10) == []
+    with pytest.raises(ValueError, match="limit"):
+        store.low_quality_claims(0.70, -1)
+
+
+def test_low_quality_follows_rescoring(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    store.replace_claims({"a-0": [claim("c", "a-0")], "a-1": [claim("c", "a-1")]})
+    store.write_scores(
+        [
+            score("c", "a-0", _hash(store, "a-0"), 0.2, 0.2, 0.2),
+            score("c", "a-1", _hash(store, "a-1"), 0.3, 0.3, 0.3),
+        ]
+    )
+
+    assert store.counts().low_quality == 1, "a claim is counted once, whatever its edges"
+    assert [(c.id, c.block_id) for c in store.low_quality_claims()] == [("c", "a-0"), ("c", "a-1")]
+
+    store.write_scores([score("c", "a-0", _hash(store, "a-0"))])
+    assert [c.block_id for c in store.low_quality_claims()] == ["a-1"]
+    store.write_scores([score("c", "a-1", _hash(store, "a-1"), None, 0.3, 0.3, "error")])
+    assert store.low_quality_claims() == []
+    assert store.counts().low_quality == 0
