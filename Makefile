@@ -21,7 +21,8 @@ run: $(STAMP)
 	@ACLARAI_STATE_DIR=$(RUN)/state XDG_CONFIG_HOME=$(RUN)/config $(BIN)/aclarai resync $(RUN)/vault
 	@echo
 	@echo "Scores were written into the notes under $(RUN)/vault (look for aclarai:entailed_score)."
-	@echo "The embedded graph is $(RUN)/state/graph.sqlite; try: $(BIN)/aclarai status $(RUN)/vault"
+	@echo "The embedded graph is $(RUN)/state/graph.sqlite; for counts and the claims to look at:"
+	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai status $(RUN)/vault"
 
 ## test: the whole test suite
 test: $(STAMP)

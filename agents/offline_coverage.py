@@ -30,6 +30,7 @@ from aclarai.parsers import split_sentences
 RELATIVE_DATES = word_set("yesterday today tomorrow tonight")
 _DATE_WORDS = MONTHS | WEEKDAYS | RELATIVE_DATES
 _DRAWN_ON = 0.5
+_NAME, _NUMBER_OR_DATE, _OTHER = "name", "number or date", "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,29 +78,38 @@ def coverage(claim: str, source: str) -> Coverage:
 
 # Every claim of a block is checked against the same source sentences, so their analysis is
 # kept for the few most recent sources and sentences.
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=128)
 def _elements(sentence: str) -> tuple[str, ...]:
     words = WORD_PATTERN.findall(sentence)
+    # A capital that opens the sentence counts when the next word is part of a name too.
+    opens_name = len(words) > 1 and _is_name_part(words[1], True) and _is_name_part(words[0], True)
     elements: list[str] = []
     run: list[str] = []
     for i, word in enumerate(words):
-        # A capital that opens the sentence counts when the next word is part of a name too.
-        opens_name = i == 0 and len(words) > 1 and _is_name_part(words[1], True)
-        if _is_name_part(word, i > 0) or (opens_name and _is_name_part(word, True)):
+        kind = _NAME if i == 0 and opens_name else _kind(word, i > 0)
+        if kind is _NAME:
             run.append(word)
             continue
         if run:
             elements.append(" ".join(run))
             run = []
-        lower = word.lower()
-        if number_values(lower) or lower in _DATE_WORDS:
+        if kind is _NUMBER_OR_DATE:
             elements.append(word)
     if run:
         elements.append(" ".join(run))
     return tuple(dict.fromkeys(elements))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=65536)
+def _kind(word: str, later: bool) -> str:
+    """What a word is to :func:`_elements`; ``later``: it does not open the sentence."""
+    if _is_name_part(word, later):
+        return _NAME
+    lower = word.lower()
+    return _NUMBER_OR_DATE if number_values(lower) or lower in _DATE_WORDS else _OTHER
+
+
+@lru_cache(maxsize=64)
 def _source_sentences(source: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """Each sentence of ``source`` without its speaker, with the stems of its content words."""
     sentences = [_without_speaker(s) for s in split_sentences(source)]
@@ -129,7 +139,6 @@ def _without_speaker(sentence: str) -> str:
     return split_speaker(sentence)[1]
 
 
-@lru_cache(maxsize=65536)
 def _is_name_part(word: str, later: bool) -> bool:
     """Whether ``word`` belongs to a name; ``later``: it does not open the sentence."""
     if any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):

@@ -193,20 +193,20 @@ def _missing_subject(first: str, known_names: Set[str]) -> bool:
 
 
 # Every claim of a block shares the block's window, and each utterance is in several windows.
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _window(source: str, context: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
     """The speaker names of the source and its context, and the nouns of the context."""
     names = frozenset().union(*(_speakers(text) for text in (source, *context)))
     return names, frozenset().union(*(_nouns(text) for text in context))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=128)
 def _speakers(text: str) -> frozenset[str]:
     names = (split_speaker(line)[0] for line in text.splitlines())
     return frozenset(name.lower() for name in names if name)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=128)
 def _nouns(text: str) -> frozenset[str]:
     return frozenset(
         stem(w) for w in (x.lower() for x in WORD_PATTERN.findall(text)) if is_content(w)

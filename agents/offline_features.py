@@ -157,7 +157,7 @@ def analyse(text: str) -> TextView:
 
 # Claims mostly restate one sentence of their source word for word, and every claim of a block
 # is compared with the same source, so sentences are analysed once while they are recent.
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=64)
 def _analyse_sentence(sentence: str) -> TextView:
     """One sentence as a text of its own."""
     words: list[str] = []
@@ -171,11 +171,11 @@ def _analyse_sentence(sentence: str) -> TextView:
         if not part_words:
             continue
         words.extend(part_words)
-        lowered_part = [w.lower() for w in part_words]
+        lowered_part = list(map(str.lower, part_words))
         lowered.extend(lowered_part)
-        part_lexemes = [_lexeme(w) for w in lowered_part]
+        part_lexemes = list(map(_lexeme, lowered_part))
         lexemes.extend(part_lexemes)
-        content = frozenset([lex[0] for lex in part_lexemes if lex[1]])
+        content = frozenset([lex[1] for lex in part_lexemes if lex[1] is not None])
         if not content:
             continue
         clauses.append(content)
@@ -184,12 +184,14 @@ def _analyse_sentence(sentence: str) -> TextView:
             # A negation governs what follows it: "a season with no trophies" negates
             # the trophies, not the season.
             negations += len(positions)
-            negated.update(lex[0] for lex in part_lexemes[positions[0] :] if lex[1])
+            negated.update(lex[1] for lex in part_lexemes[positions[0] :] if lex[1] is not None)
     stems = tuple([lex[0] for lex in lexemes])
     entities = frozenset(
-        stems[i]
-        for i, word in enumerate(words)
-        if i and word[0].isupper() and lowered[i] not in STOPWORDS
+        [
+            stems[i]
+            for i in range(1, len(words))
+            if words[i][0].isupper() and lowered[i] not in STOPWORDS
+        ]
     )
     view = SentenceView(
         stems=stems,
@@ -335,13 +337,14 @@ def is_content(word: str) -> bool:
     return word not in _NOT_CONTENT and not word.endswith(("n't", "n’t"))
 
 
-_Lexeme = tuple[str, bool, tuple[str, ...]]
+_Lexeme = tuple[str, str | None, tuple[str, ...]]
 
 
 @lru_cache(maxsize=65536)
 def _lexeme(word: str) -> _Lexeme:
-    """Stem, content flag and numbers of a lower-case word, looked up once per distinct word."""
-    return stem(word), is_content(word), number_values(word)
+    """Stem, stem again if it is a content word (else None) and numbers of a lower-case word."""
+    stemmed = stem(word)
+    return stemmed, stemmed if is_content(word) else None, number_values(word)
 
 
 def _without_numbers(stems: frozenset[str]) -> frozenset[str]:

@@ -38,6 +38,9 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.resync import format_summary, resync, terminal_progress
 
     vault = _vault(args, config)
+    if not args.log_level:
+        # A one-shot pass reports through its summary; per-block lines are for the daemon.
+        logging.getLogger("aclarai").setLevel(logging.WARNING)
     answer = hand_resync_to_daemon(
         config, vault, dry_run=args.dry_run, reevaluate=args.reevaluate, timeout_s=args.wait
     )

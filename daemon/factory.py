@@ -41,6 +41,8 @@ from aclarai.daemon.service import ServiceCore, assemble_core
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
 
+QUEUE_FILE = "queue.sqlite"
+
 
 def build_vault(config: Config, root: Path) -> Vault:
     return Vault(
@@ -54,7 +56,7 @@ def build_vault(config: Config, root: Path) -> Vault:
 def build_queue(config: Config, state_dir: Path) -> DurableQueue:
     q = config.queue
     return DurableQueue(
-        state_dir / "queue.sqlite",
+        state_dir / QUEUE_FILE,
         backoff=Backoff(q.backoff_base_s, q.backoff_max_s, q.max_attempts),
     )
 

@@ -217,6 +217,9 @@ def format_summary(summary: ResyncSummary) -> str:
     title = "aclarai resync" + (" --dry-run" if summary.dry_run else "") + f": {summary.vault}"
     lines = [title, "-" * len(title)]
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    if summary.dry_run:
+        lines.append("would sync and evaluate:" if s.dirty_files else "nothing would change")
+        lines += [f"  {rel}: {n} block(s)" for rel, n in sorted(s.dirty_files.items())]
     if summary.store_error is not None:
         lines += [
             f"graph store unavailable: {summary.store_error}",

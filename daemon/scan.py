@@ -37,7 +37,8 @@ class ScanReport:
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)
     """(block id, path kept, path skipped)."""
     errors: list[str] = field(default_factory=list)
-    dirty_files: set[str] = field(default_factory=set)
+    dirty_files: dict[str, int] = field(default_factory=dict)
+    """Dirty blocks per note."""
     vanished: list[str] = field(default_factory=list)
     """Blocks no file holds any more (marked deleted at once by a full scan)."""
 
@@ -200,7 +201,7 @@ class Scanner:
                 kept.append(b)
                 if old is None or old.hash != b.hash or old.deleted_at is not None:
                     dirty.append(Dirty(b.id, b.file, b.hash))
-                    report.dirty_files.add(b.file)
+                    report.dirty_files[b.file] = report.dirty_files.get(b.file, 0) + 1
             positions = [
                 BlockRecord(b.id, b.file, b.text, b.hash, b.version, i) for i, b in enumerate(kept)
             ]

@@ -9,7 +9,7 @@ from pathlib import Path
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.control import Heartbeat, read_heartbeat, read_usage
-from aclarai.daemon.factory import build_queue, build_store, build_vault
+from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
 from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
 from aclarai.daemon.queue import QueueEntry
 from aclarai.daemon.scan import Scanner
@@ -45,6 +45,22 @@ class Status:
 
 def collect_status(config: Config, vault_root: Path, *, verify: bool = False) -> Status:
     state_dir = config.state_dir_for(vault_root)
+    threshold = config.threshold.claim_quality
+    if not (state_dir / QUEUE_FILE).exists():
+        # Never synced: say so without creating a state folder as a side effect.
+        return Status(
+            vault=vault_root,
+            state_dir=state_dir,
+            running=False,
+            holder="nobody",
+            queue_depth=0,
+            dead_letters=[],
+            last_resync=None,
+            paused=False,
+            counts=None,
+            counts_error="no state yet: run `aclarai resync` first",
+            quality_threshold=threshold,
+        )
     queue = build_queue(config, state_dir)
     try:
         depth = queue.depth()
@@ -55,7 +71,6 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         usage = read_usage(queue)
     finally:
         queue.close()
-    threshold = config.threshold.claim_quality
     counts = error = None
     drift = None
     low_quality: list[StoredClaim] = []

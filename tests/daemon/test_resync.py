@@ -15,7 +15,7 @@ from aclarai.agents import EvalItem, Evaluator, Score
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.resync import resync
+from aclarai.daemon.resync import format_summary, resync
 from aclarai.daemon.scan import Scanner
 from aclarai.parsers import SCORE_NAMES, parse_note
 
@@ -123,6 +123,9 @@ def test_dry_run_changes_nothing(vault: Path, config: Config) -> None:
     summary = resync(config, vault, dry_run=True)
     assert summary.scan.dirty_blocks == 54
     assert snapshot(vault) == before
+    printed = format_summary(summary)
+    assert "meetings/2024-06-03 Standup.md: 9 block(s)" in printed
+    assert "Ideas.md" not in printed
     assert resync(config, vault).scan.dirty_blocks == 54
 
 
