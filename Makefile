@@ -31,6 +31,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	@$(BIN)/ruff check .
 	@$(BIN)/ruff format --check .
+	@$(BIN)/mypy parsers graph agents daemon
 
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/resync.py

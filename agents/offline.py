@@ -17,9 +17,11 @@ and a status saying why, never 0.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -74,7 +76,8 @@ class EntailmentModel:
 
     def probability(self, features: Sequence[float], *, contradicted: bool = False) -> float:
         """Calibrated probability; at most :data:`CONTRADICTION_CAP` for a contradiction."""
-        logit = self.intercept + sum(w * x for w, x in zip(self.weights, features, strict=True))
+        products = itertools.starmap(operator.mul, zip(self.weights, features, strict=True))
+        logit = self.intercept + sum(products)
         probability = 1 / (1 + math.exp(-max(min(logit, 50.0), -50.0)))
         return min(probability, CONTRADICTION_CAP) if contradicted else probability
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 from aclarai.agents.offline_extractor import split_speaker
 from aclarai.agents.offline_features import (
@@ -64,9 +65,9 @@ def coverage(claim: str, source: str) -> Coverage:
     Returns:
         Score 1.0 when the drawn-on sentences hold no verifiable element (nothing to omit).
     """
-    claim_words = [w.lower() for w in WORD_PATTERN.findall(claim)]
-    claim_stems = {stem(w) for w in claim_words}
-    claim_numbers = {n for w in claim_words for n in number_values(w)}
+    claim_words = list(map(str.lower, WORD_PATTERN.findall(claim)))
+    claim_stems = set(map(stem, claim_words))
+    claim_numbers = set(chain.from_iterable(map(number_values, claim_words)))
     elements: list[str] = []
     for sentence in _drawn_on(claim_stems, source):
         elements.extend(e for e in _elements(sentence) if e not in elements)
@@ -117,8 +118,8 @@ def _source_sentences(source: str) -> tuple[tuple[str, frozenset[str]], ...]:
 
 
 def _content_stems(sentence: str) -> frozenset[str]:
-    lowered = (word.lower() for word in WORD_PATTERN.findall(sentence))
-    return frozenset(stem(word) for word in lowered if is_content(word))
+    lowered = map(str.lower, WORD_PATTERN.findall(sentence))
+    return frozenset(map(stem, filter(is_content, lowered)))
 
 
 def _drawn_on(claim_stems: set[str], source: str) -> list[str]:

@@ -208,6 +208,4 @@ def _speakers(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=128)
 def _nouns(text: str) -> frozenset[str]:
-    return frozenset(
-        stem(w) for w in (x.lower() for x in WORD_PATTERN.findall(text)) if is_content(w)
-    )
+    return frozenset(map(stem, filter(is_content, map(str.lower, WORD_PATTERN.findall(text)))))

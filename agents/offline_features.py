@@ -13,6 +13,7 @@ because one unsupported sentence makes the whole claim unsupported.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -97,9 +98,12 @@ _VOWEL = re.compile(r"[aeiouy]")
 _SUFFIXES = ("ation", "ment", "ing", "ed", "ly")
 _CHARGRAM = 4
 _NOT_CONTENT = STOPWORDS | CHITCHAT | NEGATIONS
-# Commas and colons split clauses only before a space, so "1,200" and "14:02" stay whole.
+# Commas and colons split clauses only before a space, so "1,200" and "14:02" stay whole. The
+# words are "and but because although though whereas while as if", grouped by their first
+# letters because that makes the split about a fifth faster.
 _CLAUSE = re.compile(
-    r"[,;:](?=\s)|[()\[\]—–]|\b(?:and|but|because|although|though|whereas|while|as if)\b", re.I
+    r"[,;:](?=\s)|[()\[\]—–]|\b(?:a(?:nd|lthough|s if)|b(?:ut|ecause)|though|wh(?:ereas|ile))\b",
+    re.I,
 )
 _RESTATES = 0.6
 _CLOSE_PRECISION = 0.8
@@ -157,7 +161,7 @@ def analyse(text: str) -> TextView:
 
 # Claims mostly restate one sentence of their source word for word, and every claim of a block
 # is compared with the same source, so sentences are analysed once while they are recent.
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _analyse_sentence(sentence: str) -> TextView:
     """One sentence as a text of its own."""
     words: list[str] = []
@@ -384,10 +388,11 @@ def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
 
 
 def _ngram_precision(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, ...]]) -> float:
-    grams = list(zip(*(stems[i:] for i in range(n)), strict=False))
-    if not grams:
+    count = len(stems) - n + 1
+    if count <= 0:
         return 0.0
-    return sum(map(pool.__contains__, grams)) / len(grams)
+    grams = zip(*(stems[i:] for i in range(n)), strict=False)
+    return sum(map(pool.__contains__, grams)) / count
 
 
 def _order_agreement(sentence: SentenceView, aligned: SentenceView) -> float:
@@ -396,11 +401,11 @@ def _order_agreement(sentence: SentenceView, aligned: SentenceView) -> float:
     Smoothing keeps claims with one or two matched words near 0.5 instead of a perfect score, so
     that short unsupported claims do not look well ordered.
     """
-    first_seen: dict[str, int] = {}
-    for position, word in enumerate(aligned.stems):
-        first_seen.setdefault(word, position)
+    stems = aligned.stems
+    # Filled from the end, so that each word keeps its first position.
+    first_seen = dict(zip(reversed(stems), range(len(stems) - 1, -1, -1), strict=True))
     positions = [first_seen[s] for s in sentence.stems if s in sentence.content and s in first_seen]
     if not positions:
         return 0.5
-    kept = sum(b > a for a, b in pairwise(positions))
+    kept = sum(map(operator.lt, positions, positions[1:]))
     return (kept + 0.5) / len(positions)

@@ -78,6 +78,21 @@ class Backoff:
         return step * (0.5 + random.random() / 2)
 
 
+def _entry(row: Sequence[object]) -> QueueEntry:
+    block_id, file, digest, reason, generation, attempts, error, state, due = row
+    return QueueEntry(
+        block_id=str(block_id),
+        file=str(file),
+        hash=None if digest is None else str(digest),
+        reason=str(reason),
+        generation=int(str(generation)),
+        attempts=int(str(attempts)),
+        last_error=None if error is None else str(error),
+        state=str(state),
+        next_attempt_at=float(str(due)),
+    )
+
+
 class DurableQueue:
     """The outbox of dirty blocks, safe to share between threads of one process."""
 
@@ -156,7 +171,7 @@ class DurableQueue:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise QueueError(f"queue read failed: {exc}") from exc
-        return [QueueEntry(*r[:7], INFLIGHT, r[8]) for r in rows]
+        return [_entry((*r[:7], INFLIGHT, r[8])) for r in rows]
 
     def complete(self, entries: Iterable[QueueEntry]) -> None:
         """Remove entries that were processed, unless a newer edit arrived meanwhile."""
@@ -262,7 +277,7 @@ class DurableQueue:
             params = (state,)
         with self._lock:
             rows = self._db.execute(sql + " ORDER BY file, block_id", params).fetchall()
-        return [QueueEntry(*r) for r in rows]
+        return [_entry(r) for r in rows]
 
     def dead_letters(self) -> list[QueueEntry]:
         return self.entries(DEAD)

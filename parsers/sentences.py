@@ -42,7 +42,8 @@ _SENTENCE_ENDING_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
-_LOOK_BACK = 64
+_LOOK_BACK = 16
+"""Longer than most words: the look-back a search for the word before a full stop starts with."""
 # A line that opens a new unit even without a blank line before it.
 _BLOCK_START = re.compile(r"\n[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n\s*")
