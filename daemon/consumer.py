@@ -16,7 +16,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aclarai.agents import (
     ClaimExtractor,
@@ -27,15 +27,22 @@ from aclarai.agents import (
     VectorIndex,
 )
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
-from aclarai.daemon.scan import block_records, file_state
+from aclarai.daemon.scan import block_records, file_state, is_copy
 from aclarai.daemon.vault import Vault
 from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import ClaimRecord, FileState, FileSync, GraphStore, ScoreRecord, StoredClaim
+from aclarai.graph import (
+    BlockRecord,
+    ClaimRecord,
+    FileState,
+    FileSync,
+    GraphStore,
+    ScoreRecord,
+    StoredClaim,
+)
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
     Block,
-    ParseError,
     StoreUnavailable,
     TransientError,
     WriteConflict,
@@ -231,15 +238,14 @@ class DirtyBlockConsumer:
         except FileNotFoundError:
             self._requeue_moved(entries)
             return
-        except ParseError:
-            raise
         parsed = parse_note(content.text)
-        blocks = {b.id: b for b in parsed.blocks}
+        records = self._originals(block_records(rel, parsed))
+        kept = {r.id for r in records}
+        blocks = {b.id: b for b in parsed.blocks if b.id in kept}
         present = [e for e in entries if e.block_id in blocks]
         missing = [e for e in entries if e.block_id not in blocks]
         if missing:
             self._requeue_moved(missing)
-        records = block_records(rel, parsed)
         [result] = self.store.sync_files([FileSync(file_state(content), records)])
         if self.index is not None:
             self.index.upsert(Utterance(r.id, r.text) for r in records)
@@ -325,11 +331,21 @@ class DirtyBlockConsumer:
             # Record what we wrote, not what is on disk now: a user edit that landed after the
             # rename must still look like a change to the next scan.
             state = FileState(rel, st.st_mtime_ns, len(data), digest)
-            self.store.sync_files([FileSync(state, block_records(rel, parse_note(rewrite.text)))])
+            after = [r for r in block_records(rel, parse_note(rewrite.text)) if r.id in kept]
+            positioned = [replace(r, position=i) for i, r in enumerate(after)]
+            self.store.sync_files([FileSync(state, positioned)])
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
         else:
             log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
         self.queue.complete(entries)
+
+    def _originals(self, records: list[BlockRecord]) -> list[BlockRecord]:
+        """The note's blocks minus copies of blocks another note holds (never synced here)."""
+        stored = self.store.get_blocks([r.id for r in records])
+        kept = [r for r in records if not is_copy(self.vault, stored.get(r.id), r)]
+        if len(kept) == len(records):
+            return records
+        return [replace(r, position=i) for i, r in enumerate(kept)]
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
         """Entries whose block is not in their file any more follow the store (a move), or

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.vault import NoteContent, NoteFile, Vault
-from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore
+from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock
 from aclarai.parsers import ParsedNote, ParseError, parse_note
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,30 @@ def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
         BlockRecord(id=b.id, file=rel, text=b.text, hash=b.hash, version=b.version, position=i)
         for i, b in enumerate(parsed.blocks)
     ]
+
+
+def is_copy(vault: Vault, stored: StoredBlock | None, record: BlockRecord) -> bool:
+    """Whether ``record`` is a copy of a block the store places in another note that still
+    holds it: the store's copy wins, so a copied paragraph never steals the original's
+    identity (a block whose old note no longer holds it has moved instead)."""
+    return (
+        stored is not None
+        and stored.file != record.file
+        and stored.deleted_at is None
+        and note_holds(vault, stored.file, record.id)
+    )
+
+
+def note_holds(vault: Vault, rel: str, block_id: str) -> bool:
+    """Whether the note at ``rel`` holds ``block_id`` now (read from disk)."""
+    note = vault.note(rel)
+    if note is None:
+        return False
+    try:
+        content = vault.read(note)
+    except (ParseError, OSError):
+        return False
+    return any(b.id == block_id for b in parse_note(content.text).blocks)
 
 
 def file_state(content: NoteContent) -> FileState:
@@ -177,15 +201,7 @@ class Scanner:
             for b in p.blocks:
                 old = stored.get(b.id)
                 owner = owners.get(b.id)
-                # The store's copy wins while its file still holds the id: a copied
-                # paragraph must never steal the original's identity.
-                if (
-                    owner is None
-                    and old is not None
-                    and old.file != b.file
-                    and old.deleted_at is None
-                    and self._still_owned(old.file, b.id)
-                ):
+                if owner is None and old is not None and is_copy(self.vault, old, b):
                     owner = owners[b.id] = old.file
                 if owner is not None and owner != b.file:
                     log.warning(
@@ -214,17 +230,6 @@ class Scanner:
         return {
             bid: result.path for result in self.store.sync_files(syncs) for bid in result.removed
         }
-
-    def _still_owned(self, rel: str, block_id: str) -> bool:
-        """Whether ``rel`` still holds ``block_id`` (then a second copy is a duplicate)."""
-        note = self.vault.note(rel)
-        if note is None:
-            return False
-        try:
-            content = self.vault.read(note)
-        except (ParseError, OSError):
-            return False
-        return any(b.id == block_id for b in parse_note(content.text).blocks)
 
     def vanished(self, removed: dict[str, str]) -> list[str]:
         """Ids among ``removed`` (id -> file that lost it) that no synced file took over."""

@@ -263,3 +263,36 @@ def test_a_note_edited_during_evaluation_is_never_overwritten(vault: Path, confi
     assert "aclarai:entailed_score=0.80" in text
     store.close()
     queue.close()
+
+
+def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
+    vault: Path, config: Config
+) -> None:
+    resync(config, vault)
+    source = vault / "meetings/2024-06-03 Standup.md"
+    original = parse_note(source.read_text()).blocks[1]
+    planning = vault / "meetings/2024-06-05 Planning.md"
+    text = planning.read_text()
+    lines = source.read_text().splitlines()
+    copied = "\n".join(lines[original.line - 1 : original.line + 1])
+    planning.write_text(
+        text.replace("Let's keep the buffer at 10 percent.", "Let's keep the buffer at 15 percent.")
+        + "\n"
+        + copied
+        + "\n"
+    )
+    summary = resync(config, vault)
+    assert [(d[0], d[1]) for d in summary.scan.duplicates] == [
+        (original.id, "meetings/2024-06-03 Standup.md")
+    ]
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        assert (
+            store.get_blocks([original.id])[original.id].file
+            == source.relative_to(vault).as_posix()
+        )
+        assert all(
+            b.id != original.id for b in store.blocks_of_file("meetings/2024-06-05 Planning.md")
+        )
+    finally:
+        store.close()
