@@ -25,7 +25,7 @@ from aclarai.parsers import ConfigError, EvaluationError
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status
 from tests.agents.service_fakes import OverlapEvaluator, RaisingJudge
 from tests.daemon.service_helpers import evaluate_payload, make_config, running_app
-from tests.fixtures.redis_server import free_port
+from tests.fixtures.processes import free_port
 
 LONG_QUESTION = (
     "Could you explain in detail how the Eiffel Tower was built, who designed it, and why it "

@@ -13,7 +13,8 @@ import httpx
 import redis
 
 from tests.daemon.service_helpers import evaluate_payload
-from tests.fixtures.redis_server import RedisServer, free_port
+from tests.fixtures.processes import free_port
+from tests.fixtures.redis_server import RedisServer
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -37,7 +37,8 @@ from tests.daemon.service_helpers import (
     stream_names,
     without_durations,
 )
-from tests.fixtures.redis_server import RedisServer, free_port, start_redis_server
+from tests.fixtures.processes import free_port
+from tests.fixtures.redis_server import RedisServer, start_redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 20.0
