@@ -101,7 +101,7 @@ def _elements(sentence: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(elements))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _kind(word: str, later: bool) -> str:
     """What a word is to :func:`_elements`; ``later``: it does not open the sentence."""
     if _is_name_part(word, later):

@@ -98,12 +98,13 @@ def decontextualization(
     """
     words = WORD_PATTERN.findall(claim)
     lowered = [w.lower() for w in words]
-    known_names, context_nouns = _window(source, tuple(context))
+    window = tuple(context)
+    known_names = _known_names(source, window)
     penalties: list[tuple[float, str]] = []
     antecedent = False
     for i, word in enumerate(words):
         if lowered[i] in _TRIGGERS:
-            penalty = _word_penalty(i, words, lowered, antecedent, context_nouns)
+            penalty = _word_penalty(i, words, lowered, antecedent, window)
             if penalty is not None:
                 penalties.append(penalty)
         if not antecedent and _could_be_antecedent(word, lowered[i], i, words, known_names):
@@ -121,7 +122,7 @@ def decontextualization(
 
 
 def _word_penalty(
-    i: int, words: list[str], lowered: list[str], antecedent: bool, context_nouns: Set[str]
+    i: int, words: list[str], lowered: list[str], antecedent: bool, context: tuple[str, ...]
 ) -> tuple[float, str] | None:
     word, lower = words[i], lowered[i]
     following = lowered[i + 1] if i + 1 < len(lowered) else ""
@@ -139,7 +140,7 @@ def _word_penalty(
         or (lower in WEEKDAYS and not _has_full_date(lowered))
     ):
         return (RELATIVE_TIME, f"relative time '{word}'")
-    if lower == "the" and _anaphoric(following, words, i, context_nouns):
+    if lower == "the" and _anaphoric(following, words, i, context):
         return (ANAPHORIC_DESCRIPTION, f"'the {following}' refers back")
     return None
 
@@ -165,7 +166,7 @@ def _could_be_antecedent(
     return previous in {"the", "a", "an"} and is_content(lower)
 
 
-def _anaphoric(noun: str, words: list[str], index: int, context_nouns: Set[str]) -> bool:
+def _anaphoric(noun: str, words: list[str], index: int, context: tuple[str, ...]) -> bool:
     if not noun or not is_content(noun):
         return False
     # "the team at Acme", "the release of v2.3": a qualifier with a name resolves it.
@@ -174,7 +175,7 @@ def _anaphoric(noun: str, words: list[str], index: int, context_nouns: Set[str])
         qualifier and qualifier[0].lower() in {"of", "at", "in", "for", "from", "on"}
     ):
         return False
-    return noun in _RELATIONAL_NOUNS or stem(noun) in context_nouns
+    return noun in _RELATIONAL_NOUNS or stem(noun) in _context_nouns(context)
 
 
 def _has_digit(word: str) -> bool:
@@ -194,10 +195,15 @@ def _missing_subject(first: str, known_names: Set[str]) -> bool:
 
 # Every claim of a block shares the block's window, and each utterance is in several windows.
 @lru_cache(maxsize=64)
-def _window(source: str, context: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
-    """The speaker names of the source and its context, and the nouns of the context."""
-    names = frozenset().union(*(_speakers(text) for text in (source, *context)))
-    return names, frozenset().union(*(_nouns(text) for text in context))
+def _known_names(source: str, context: tuple[str, ...]) -> frozenset[str]:
+    """The speaker names of the source and its context."""
+    return frozenset().union(*(_speakers(text) for text in (source, *context)))
+
+
+@lru_cache(maxsize=64)
+def _context_nouns(context: tuple[str, ...]) -> frozenset[str]:
+    """The nouns of the context, looked up only for a "the <noun>" the claim itself leaves open."""
+    return frozenset().union(*(_nouns(text) for text in context))
 
 
 @lru_cache(maxsize=128)

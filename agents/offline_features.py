@@ -98,6 +98,7 @@ _VOWEL = re.compile(r"[aeiouy]")
 _SUFFIXES = ("ation", "ment", "ing", "ed", "ly")
 _CHARGRAM = 4
 _NOT_CONTENT = STOPWORDS | CHITCHAT | NEGATIONS
+_WORD_CACHE = 16384  # distinct words remembered: most of a vault's running text, a few MB
 # Commas and colons split clauses only before a space, so "1,200" and "14:02" stay whole. The
 # words are "and but because although though whereas while as if", grouped by their first
 # letters because that makes the split about a fifth faster.
@@ -161,7 +162,7 @@ def analyse(text: str) -> TextView:
 
 # Claims mostly restate one sentence of their source word for word, and every claim of a block
 # is compared with the same source, so sentences are analysed once while they are recent.
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=32)
 def _analyse_sentence(sentence: str) -> TextView:
     """One sentence as a text of its own."""
     words: list[str] = []
@@ -326,7 +327,7 @@ def stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_WORD_CACHE)
 def number_values(word: str) -> tuple[str, ...]:
     """The numbers in a lower-case token: "10-11" -> ("10", "11"), "1,200" -> ("1200",),
     "26-year-old" -> ("26",), "v2.3" -> ("2.3",), "two" -> ("2",); () for a word without any."""
@@ -335,7 +336,7 @@ def number_values(word: str) -> tuple[str, ...]:
     return tuple(n.replace(",", "") for n in _DIGITS.findall(word))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_WORD_CACHE)
 def is_content(word: str) -> bool:
     """Whether a lower-case word carries checkable content (not a function word or filler)."""
     return word not in _NOT_CONTENT and not word.endswith(("n't", "n’t"))
@@ -344,7 +345,7 @@ def is_content(word: str) -> bool:
 _Lexeme = tuple[str, str | None, tuple[str, ...]]
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_WORD_CACHE)
 def _lexeme(word: str) -> _Lexeme:
     """Stem, stem again if it is a content word (else None) and numbers of a lower-case word."""
     stemmed = stem(word)

@@ -10,7 +10,7 @@ their dots.
 
 pysbd gives similar boundaries on conversational text but costs about 0.3 ms per utterance,
 a third of the daemon's whole per-block budget (>= 1,000 blocks/s end to end); this splitter
-is about forty times faster (`benchmarks/offline_speed.py`).
+is about ninety times faster (`benchmarks/offline_speed.py`).
 """
 
 from __future__ import annotations
@@ -138,9 +138,10 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
 def _word_before(unit: str, end: int) -> re.Match[str] | None:
     """``_WORD_BEFORE`` searched in ``unit[:end]``, looking back only as far as it must.
 
-    A search from the start of a long unit costs time in proportion to the text before the
-    full stop, once per full stop; a search from a few characters back finds the same word
-    unless that word reaches back to where the search began.
+    A search from the start of the unit costs time in proportion to all the text before the
+    full stop, once per full stop, which is quadratic on a long paragraph. One from a few
+    characters back finds the same word, unless its match begins where the search began: the
+    word may then reach further back, and the whole unit is searched.
     """
     start = max(0, end - _LOOK_BACK)
     match = _WORD_BEFORE.search(unit, start, end)

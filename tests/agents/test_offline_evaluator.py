@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from aclarai.agents import VERDICT_LABELS, EvalItem, OfflineEvaluator, Score
 from aclarai.agents.offline import CONTRADICTION_CAP, load_params
+from aclarai.agents.offline_coverage import verifiable_elements
+from aclarai.agents.offline_decontext import decontextualization
 
 OUTAGE = "frank: The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 UTC."
 ROLLBACK = "bob: I rolled back to v2.3 and it is stable now."
@@ -134,6 +136,41 @@ def test_one_bad_item_does_not_sink_the_batch(evaluator: OfflineEvaluator) -> No
     results = evaluator.evaluate_batch(items)
     assert [r.status for r in results] == ["ok", "empty claim", "empty source", "ok"]
     assert results[0] == results[3]
+
+
+def test_scores_do_not_depend_on_batching_or_order(evaluator: OfflineEvaluator) -> None:
+    # Sources, sentences and windows are analysed once and kept for a while: what was scored
+    # before must not change a later score.
+    window = ("carol: The upgrade starts at noon.", OUTAGE, ROLLBACK)
+    items = [
+        EvalItem("bob rolled back to v2.3.", ROLLBACK, window),
+        EvalItem("The checkout service was down for 47 minutes on June 6.", OUTAGE, window[:1]),
+        EvalItem("The upgrade took 40 minutes.", "carol: The upgrade took 40 minutes.", window),
+        EvalItem("The upgrade took 40 minutes.", "carol: The upgrade took 40 minutes."),
+        EvalItem("It was down for 47 minutes.", OUTAGE, window),
+        EvalItem("bob rolled back to v2.3.", OUTAGE, window[1:]),
+    ]
+    batch = evaluator.evaluate_batch(items)
+    assert evaluator.evaluate_batch(items[::-1]) == batch[::-1]
+    assert [OfflineEvaluator().evaluate(item) for item in items] == batch
+    assert batch[2].decontextualization_score != batch[3].decontextualization_score
+    assert batch[0].entailed_score != batch[5].entailed_score
+
+
+def test_verifiable_elements_are_a_fresh_list_each_time() -> None:
+    sentence = "The checkout service was down for 47 minutes on June 6."
+    first = verifiable_elements(sentence)
+    first.append("mutated")
+    assert verifiable_elements(sentence) == ["47", "June", "6"]
+
+
+def test_a_list_window_counts_like_a_tuple() -> None:
+    claim, source = "The upgrade took 40 minutes on June 6, 2024.", "carol: The upgrade took 40."
+    window = ["bob: We start the upgrade at noon."]
+    assert decontextualization(claim, source, window) == decontextualization(
+        claim, source, tuple(window)
+    )
+    assert decontextualization(claim, source, window).score < 1.0
 
 
 def test_scores_are_deterministic_across_instances() -> None:

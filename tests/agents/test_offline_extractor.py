@@ -54,6 +54,9 @@ def test_tier1_utterance_gives_one_claim_per_declarative_sentence() -> None:
         ("bob: We shipped 9 of the 11 tickets.", "bob's team shipped 9 of the 11 tickets."),
         ("bob: Our velocity dropped in May.", "bob's team's velocity dropped in May."),
         ("bob: The US office called me on Monday.", "The US office called bob on Monday."),
+        ("bob: Dana and I moved it (my script).", "Dana and bob moved it (bob's script)."),
+        ("bob: The fix was mine-only.", "The fix was bob's-only."),
+        ("bob: Some users in Mumbai bought time.", "Some users in Mumbai bought time."),
     ],
 )
 def test_first_person_resolves_to_the_speaker(utterance: str, claim: str) -> None:

@@ -47,6 +47,24 @@ def test_blank_lines_and_list_items_end_sentences_but_soft_wraps_do_not() -> Non
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "It moved to cdn.abcdefghijklmnopqrstuvwxyz. then it worked. Done.",
+            ["It moved to cdn.abcdefghijklmnopqrstuvwxyz. then it worked.", "Done."],
+        ),
+        (
+            "It moved to abcdefghijklmnopqrstuvwxyz. then it worked.",
+            ["It moved to abcdefghijklmnopqrstuvwxyz.", "then it worked."],
+        ),
+    ],
+)
+def test_a_long_word_before_a_full_stop_is_read_whole(text: str, expected: list[str]) -> None:
+    # Only the whole word shows the dot that makes "cdn.abc...xyz. then" a name, not an end.
+    assert split_sentences(text) == expected
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\n\t"])
 def test_blank_text_has_no_sentences(text: str) -> None:
     assert split_sentences(text) == []
