@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from aclarai.daemon.config import load_config
 from aclarai.daemon.daemon import run_daemon
 from aclarai.daemon.lock import is_held
@@ -176,10 +178,11 @@ with open(log_path, "w") as log:
 """
 
 
+@pytest.mark.timeout(240)
 def test_a_user_editing_beside_the_daemon_loses_nothing(
     make_vault: MakeVault, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:
-    """The issue's 60 s run shortened to 25 s; the assertions are the same."""
+    """A second process edits notes every 100-500 ms for 60 s while the daemon runs."""
     files = {
         f"n{i}.md": note_text([(f"blk-n{i}a", ALICE), (f"blk-n{i}b", BOB)], title=f"N{i}")
         for i in range(4)
@@ -189,13 +192,13 @@ def test_a_user_editing_beside_the_daemon_loses_nothing(
     written_at_start = daemon.count("scores written for")
     log_path = tmp_path / "user-writes.jsonl"
     user = subprocess.run(
-        [sys.executable, "-c", USER_SCRIPT, str(vault), str(log_path), "25", "7"],
-        timeout=60,
+        [sys.executable, "-c", USER_SCRIPT, str(vault), str(log_path), "60", "7"],
+        timeout=120,
         check=True,
     )
     assert user.returncode == 0
     writes = [json.loads(line) for line in log_path.read_text().splitlines()]
-    assert len(writes) >= 40
+    assert len(writes) >= 100
     last = {w["note"]: w["text"] for w in writes}
     with open_store() as store:
         # Every block is now left alone: all get current scores within quiet period + seconds.
