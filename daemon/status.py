@@ -139,9 +139,8 @@ def format_status(status: Status) -> str:
     usage = _usage_line(status.llm_usage) if status.llm_usage else "none recorded"
     lines.append(f"llm usage    {usage}")
     if status.drift is not None:
-        lines.append(
-            f"verify       {'in step' if status.drift == 0 else f'{status.drift} blocks differ'}"
-        )
+        drift = "in step" if status.drift == 0 else f"{status.drift} block(s) differ from the vault"
+        lines.append(f"verify       {drift}")
     return "\n".join(lines)
 
 

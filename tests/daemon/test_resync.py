@@ -17,6 +17,7 @@ from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.resync import format_summary, resync
 from aclarai.daemon.scan import Scanner
+from aclarai.daemon.status import collect_status, format_status
 from aclarai.parsers import SCORE_NAMES, parse_note
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,3 +297,14 @@ def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
         )
     finally:
         store.close()
+
+
+def test_status_verify_rehashes_the_vault_against_the_graph(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    assert collect_status(config, vault, verify=True).drift == 0
+    note = vault / "research/2024-06-12 Vendor call.md"
+    note.write_text(note.read_text().replace("480 euros", "520 euros"))
+    status = collect_status(config, vault, verify=True)
+    assert status.drift == 1
+    assert "1 block(s) differ from the vault" in format_status(status)
+    assert collect_status(config, vault).drift is None
