@@ -25,7 +25,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
-import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
@@ -35,6 +34,7 @@ from aclarai.agents.prompts import Message
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
 
 if TYPE_CHECKING:
+    import openai
     from llama_index.llms.openai_like import OpenAILike
 
 logger = logging.getLogger(__name__)
@@ -120,6 +120,8 @@ def translate_error(exc: BaseException) -> EvaluationError:
     """
     if isinstance(exc, EvaluationError):
         return exc
+    import openai  # only a process that met a model error pays for the import
+
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
         return EvaluatorUnavailable(f"model endpoint timed out: {exc}")
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
@@ -276,6 +278,8 @@ class LLMClient:
         try:
             return self._guarded(functools.partial(call, json_mode), timeout_s)
         except EvaluationError as exc:
+            import openai
+
             if not (json_mode and isinstance(exc.__cause__, openai.BadRequestError)):
                 raise
             # Many local servers reject response_format; tolerant parsing covers them.
@@ -352,6 +356,8 @@ class LLMClient:
             return self._llms[model]
 
     def _openai_client(self) -> openai.OpenAI:
+        import openai
+
         with self._llms_lock:
             if self._embedder is None:
                 self._embedder = openai.OpenAI(
