@@ -37,6 +37,7 @@ from aclarai.graph import (
     FileSync,
     GraphStore,
     ScoreRecord,
+    StoredBlock,
     StoredClaim,
 )
 from aclarai.parsers import (
@@ -96,6 +97,12 @@ def needs_evaluation(claim: StoredClaim, block_hash: str) -> bool:
     if score is None or score.evaluated_hash != block_hash:
         return True
     return any(getattr(score, name) is None for name in SCORE_NAMES)
+
+
+def _extracted_from_other_text(claims: Sequence[StoredClaim], block: Block) -> bool:
+    """Whether the block's claims were scored against another text: extracted before an edit
+    whose own processing did not finish, so they must be extracted again."""
+    return any(c.score is not None and c.score.evaluated_hash != block.hash for c in claims)
 
 
 def block_scores(claims: Sequence[StoredClaim]) -> dict[str, float | None]:
@@ -239,24 +246,38 @@ class DirtyBlockConsumer:
             self._requeue_moved(entries)
             return
         parsed = parse_note(content.text)
-        records = self._originals(block_records(rel, parsed))
+        records, stored = self._originals(block_records(rel, parsed))
         kept = {r.id for r in records}
         blocks = {b.id: b for b in parsed.blocks if b.id in kept}
         present = [e for e in entries if e.block_id in blocks]
         missing = [e for e in entries if e.block_id not in blocks]
         if missing:
             self._requeue_moved(missing)
+        queued = {e.block_id for e in present}
+        # Edits made since the scan: queued before the store learns their hash, like the
+        # scanner does, so a failure below cannot lose them.
+        self.queue.enqueue(
+            Dirty(r.id, rel, r.hash)
+            for r in records
+            if r.id not in queued
+            and ((old := stored.get(r.id)) is None or old.hash != r.hash or old.deleted_at)
+        )
         [result] = self.store.sync_files([FileSync(file_state(content), records)])
         if self.index is not None:
             self.index.upsert(Utterance(r.id, r.text) for r in records)
-        changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
-        targets = sorted({e.block_id for e in present} | set(result.changed))
+        targets = sorted(queued | set(result.changed))
         stats.files_processed += 1
         stats.blocks_processed += len(targets)
         if not targets:
-            self.queue.complete(entries)
+            self.queue.complete(present)
             return
 
+        before = self.store.claims_of_blocks(targets)
+        changed = (
+            set(result.changed)
+            | {e.block_id for e in present if e.reason == "changed"}
+            | {bid for bid in targets if _extracted_from_other_text(before[bid], blocks[bid])}
+        )
         to_extract = [blocks[bid] for bid in targets if bid in changed]
         if to_extract:
             claims = self.extractor.extract_batch(
@@ -337,15 +358,18 @@ class DirtyBlockConsumer:
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
         else:
             log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
-        self.queue.complete(entries)
+        self.queue.complete(present)
 
-    def _originals(self, records: list[BlockRecord]) -> list[BlockRecord]:
-        """The note's blocks minus copies of blocks another note holds (never synced here)."""
+    def _originals(
+        self, records: list[BlockRecord]
+    ) -> tuple[list[BlockRecord], dict[str, StoredBlock]]:
+        """The note's blocks minus copies of blocks another note holds (never synced here),
+        and what the store has for them."""
         stored = self.store.get_blocks([r.id for r in records])
         kept = [r for r in records if not is_copy(self.vault, stored.get(r.id), r)]
         if len(kept) == len(records):
-            return records
-        return [replace(r, position=i) for i, r in enumerate(kept)]
+            return records, stored
+        return [replace(r, position=i) for i, r in enumerate(kept)], stored
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
         """Entries whose block is not in their file any more follow the store (a move), or

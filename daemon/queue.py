@@ -197,31 +197,38 @@ class DurableQueue:
         )
 
     def fail(self, entries: Iterable[QueueEntry], error: str) -> list[QueueEntry]:
-        """Count a failed attempt; return the entries that just became dead letters."""
+        """Count a failed attempt; return the entries that just became dead letters.
+
+        An entry edited again while in flight is not charged: the new edit gets a fresh try.
+        """
         now = time.time()
-        rows = []
         dead = []
-        for e in entries:
-            attempts = e.attempts + 1
-            if attempts >= self.backoff.max_attempts:
-                rows.append((attempts, error, DEAD, now, now, e.block_id))
-                dead.append(e)
-            else:
-                rows.append(
-                    (
-                        attempts,
-                        error,
-                        PENDING,
-                        now + self.backoff.delay_s(attempts),
-                        now,
-                        e.block_id,
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for e in entries:
+                    attempts = e.attempts + 1
+                    state = DEAD if attempts >= self.backoff.max_attempts else PENDING
+                    due = now if state == DEAD else now + self.backoff.delay_s(attempts)
+                    cur = self._db.execute(
+                        "UPDATE outbox SET attempts = ?, last_error = ?, state = ?,"
+                        " next_attempt_at = ?, updated_at = ?"
+                        " WHERE block_id = ? AND generation = ?",
+                        (attempts, error, state, due, now, e.block_id, e.generation),
                     )
-                )
-        self._write(
-            "UPDATE outbox SET attempts = ?, last_error = ?, state = ?, next_attempt_at = ?,"
-            " updated_at = ? WHERE block_id = ?",
-            rows,
-        )
+                    if cur.rowcount == 0:
+                        self._db.execute(
+                            "UPDATE outbox SET state = 'pending', updated_at = ?"
+                            " WHERE block_id = ? AND state = 'inflight'",
+                            (now, e.block_id),
+                        )
+                    elif state == DEAD:
+                        dead.append(e)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise QueueError(f"queue write failed: {exc}") from exc
         return dead
 
     def recover_inflight(self) -> int:

@@ -4,7 +4,6 @@ checks that read the vault and the graph file the way a user would."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,15 +16,12 @@ import pytest
 
 from aclarai.daemon.consumer import block_scores
 from aclarai.graph.sqlite import SqliteStore
-from aclarai.parsers import parse_note
+from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
 
 QUIET_S = 0.3
 GRACE_S = 1.0
 START_TIMEOUT_S = 60.0
 """Start-up imports take seconds on a loaded two-core machine."""
-
-_SCORE_LINE = re.compile(r"^<!-- aclarai:\w+_score=[0-9.]+ -->\r?\n", re.MULTILINE)
-_VER = re.compile(r"ver=\d+")
 
 
 def note_text(blocks: Sequence[tuple[str, str]], *, title: str = "Standup") -> str:
@@ -36,8 +32,21 @@ def note_text(blocks: Sequence[tuple[str, str]], *, title: str = "Standup") -> s
 
 
 def user_bytes(text: str) -> str:
-    """A note without what the daemon owns (score comments, ``ver`` numbers)."""
-    return _VER.sub("ver=N", _SCORE_LINE.sub("", text))
+    """A note without what the daemon owns: score comment lines dropped, id comments written
+    with version 0 (the daemon bumps ``ver``)."""
+    kept = []
+    for line in text.splitlines(keepends=True):
+        comments = scan_line(line).comments
+        if (
+            len(comments) == 1
+            and comments[0].kind is CommentKind.SCORE
+            and (line[: comments[0].start] + line[comments[0].end :]).strip() == ""
+        ):
+            continue
+        for c in reversed([c for c in comments if c.kind is CommentKind.ID]):
+            line = line[: c.start] + format_id_comment(str(c.value), 0) + line[c.end :]
+        kept.append(line)
+    return "".join(kept)
 
 
 def wait_until(

@@ -78,3 +78,14 @@ def test_meta_round_trip(tmp_path: Path) -> None:
     q.set_meta("last_resync", "2024-01-01T00:00:00Z")
     q.set_meta("last_resync", "2024-01-02T00:00:00Z")
     assert q.get_meta("last_resync") == "2024-01-02T00:00:00Z"
+
+
+def test_an_edit_made_while_in_flight_is_not_charged_for_the_failure(tmp_path: Path) -> None:
+    q = make_queue(tmp_path, base_s=10.0, max_s=60.0, max_attempts=1)
+    q.enqueue([Dirty("blk-1", "a.md", "h1")])
+    [taken] = q.take(10)
+    q.enqueue([Dirty("blk-1", "a.md", "h2")])
+    assert q.fail([taken], "boom") == []
+    assert q.dead_letters() == []
+    [again] = q.take(10)
+    assert (again.hash, again.attempts) == ("h2", 0)
