@@ -272,12 +272,11 @@ class DirtyBlockConsumer:
             self.queue.complete(present)
             return
 
-        before = self.store.claims_of_blocks(targets)
-        changed = (
-            set(result.changed)
-            | {e.block_id for e in present if e.reason == "changed"}
-            | {bid for bid in targets if _extracted_from_other_text(before[bid], blocks[bid])}
-        )
+        changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
+        unsure = [bid for bid in targets if bid not in changed]
+        if unsure:
+            before = self.store.claims_of_blocks(unsure)
+            changed |= {b for b in unsure if _extracted_from_other_text(before[b], blocks[b])}
         to_extract = [blocks[bid] for bid in targets if bid in changed]
         if to_extract:
             claims = self.extractor.extract_batch(

@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+_Step = tuple[str, Iterable[Sequence[object]]]
+
+
 @dataclass(frozen=True, slots=True)
 class Dirty:
     """A block to (re)process: ``changed`` text, or a ``rescore`` of claims with null scores."""
@@ -114,11 +117,13 @@ class DurableQueue:
         with self._lock:
             self._db.close()
 
-    def _write(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+    def _write(self, sql: str, rows: Iterable[Sequence[object]], *more: _Step) -> None:
+        """Run statements over their rows in one transaction (one fsync)."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany(sql, rows)
+                for statement, params in ((sql, rows), *more):
+                    self._db.executemany(statement, params)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 if self._db.in_transaction:
@@ -177,14 +182,16 @@ class DurableQueue:
         """Remove entries that were processed, unless a newer edit arrived meanwhile."""
         now = time.time()
         entries = list(entries)
+        if not entries:
+            return
         self._write(
             "DELETE FROM outbox WHERE block_id = ? AND generation = ?",
             [(e.block_id, e.generation) for e in entries],
-        )
-        self._write(
-            "UPDATE outbox SET state = 'pending', updated_at = ? WHERE block_id = ?"
-            " AND state = 'inflight'",
-            [(now, e.block_id) for e in entries],
+            (
+                "UPDATE outbox SET state = 'pending', updated_at = ? WHERE block_id = ?"
+                " AND state = 'inflight'",
+                [(now, e.block_id) for e in entries],
+            ),
         )
 
     def release(self, entries: Iterable[QueueEntry], *, delay_s: float = 0.0) -> None:
