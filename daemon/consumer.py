@@ -227,7 +227,7 @@ class DirtyBlockConsumer:
             stats.errors.append(message)
             dead = self.queue.fail(entries, message)
             stats.dead_letters += len(dead)
-            if isinstance(exc, (TransientError, AclaraiError, OSError)):
+            if isinstance(exc, AclaraiError | OSError):
                 log.warning("retry scheduled for %d block(s) of %s: %s", len(entries), rel, exc)
             else:
                 log.exception("unexpected error processing %s", rel)

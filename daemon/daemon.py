@@ -240,15 +240,11 @@ class _Daemon:
             report = self.scanner.scan(notes, full=False, force_read=True)
             for rel in sorted(report.dirty_files):
                 log.info("%s changed: its dirty blocks are queued", rel)
-            if report.vanished:
-                stored = self.store.get_blocks(report.vanished)
-                lost.update({bid: block.file for bid, block in stored.items()})
+            lost.update(report.vanished)
             if report.dirty_blocks:
                 self.wake.set()
         if gone:
-            ids = self.store.forget_files(gone)
-            stored = self.store.get_blocks(ids)
-            lost.update({bid: block.file for bid, block in stored.items()})
+            lost.update(self.scanner.forget(gone))
             for rel in gone:
                 count = sum(1 for f in lost.values() if f == rel)
                 log.log(

@@ -37,6 +37,7 @@ from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline_extractor import OfflineClaimExtractor
 from aclarai.daemon.config import Config
 from aclarai.daemon.queue import Backoff, DurableQueue
+from aclarai.daemon.scan import live_blocks
 from aclarai.daemon.service import ServiceCore, assemble_core
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
@@ -137,11 +138,7 @@ def build_agents(
     )
     index = VectorIndex(embedder)
     if store is not None:
-        index.upsert(
-            Utterance(b.id, b.text)
-            for path in sorted(store.file_states())
-            for b in store.blocks_of_file(path)
-        )
+        index.upsert(Utterance(b.id, b.text) for b in live_blocks(store))
     tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=index)
     extractor = LLMClaimExtractor(
         client, model=models.for_role("extraction"), prompts=prompts, cache=extract_cache

@@ -255,15 +255,6 @@ class DurableQueue:
             )
             return cur.rowcount
 
-    def retry_dead(self) -> int:
-        with self._lock:
-            cur = self._db.execute(
-                "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = ?"
-                " WHERE state = 'dead'",
-                (time.time(),),
-            )
-            return cur.rowcount
-
     def depth(self) -> int:
         """Entries still to process (pending or in flight), dead letters excluded."""
         with self._lock:

@@ -26,7 +26,7 @@ from aclarai.daemon.factory import (
 )
 from aclarai.daemon.lock import VaultLock
 from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.scan import Scanner, ScanReport
+from aclarai.daemon.scan import Scanner, ScanReport, live_blocks
 from aclarai.daemon.writer import remove_stale_temp_files
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
 from aclarai.parsers import AclaraiError, StoreUnavailable
@@ -81,12 +81,7 @@ def reconcile(
     """Scan the whole vault, then drain the queue: resync and the daemon's reconcile."""
     report = scanner.scan(full=True, progress=progress)
     if reevaluate:
-        everything = [
-            Dirty(block.id, block.file, block.hash, "rescore")
-            for path in sorted(store.file_states())
-            for block in store.blocks_of_file(path)
-        ]
-        queue.enqueue(everything)
+        queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(store))
     return report, consumer.drain()
 
 

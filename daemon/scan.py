@@ -10,7 +10,7 @@ second occurrence is skipped, never merged into the first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from aclarai.daemon.queue import Dirty, DurableQueue
@@ -39,8 +39,9 @@ class ScanReport:
     errors: list[str] = field(default_factory=list)
     dirty_files: dict[str, int] = field(default_factory=dict)
     """Dirty blocks per note."""
-    vanished: list[str] = field(default_factory=list)
-    """Blocks no file holds any more (marked deleted at once by a full scan)."""
+    vanished: dict[str, str] = field(default_factory=dict)
+    """Blocks no note holds any more, with the note that lost them (a full scan marks them
+    deleted at once; the daemon waits for the grace period)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,12 @@ def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
         BlockRecord(id=b.id, file=rel, text=b.text, hash=b.hash, version=b.version, position=i)
         for i, b in enumerate(parsed.blocks)
     ]
+
+
+def live_blocks(store: GraphStore) -> Iterator[StoredBlock]:
+    """Every live block the store holds, note by note in path order."""
+    for path in sorted(store.file_states()):
+        yield from store.blocks_of_file(path)
 
 
 def is_copy(vault: Vault, stored: StoredBlock | None, record: BlockRecord) -> bool:
@@ -134,20 +141,16 @@ class Scanner:
                 removed.update(self._flush(batch, owners, report, dry_run=dry_run))
                 batch = []
         removed.update(self._flush(batch, owners, report, dry_run=dry_run))
-        if full:
-            gone = sorted(set(states) - seen)
-            for path in gone:
-                blocks = self.store.blocks_of_file(path)
-                if dry_run:
-                    report.deleted_blocks += len(blocks)
-                removed.update((b.id, path) for b in blocks)
-            if gone and not dry_run:
-                self.store.forget_files(gone)
-        if removed and not dry_run:
+        gone = sorted(set(states) - seen) if full else []
+        if dry_run:
+            report.deleted_blocks += sum(len(self.store.blocks_of_file(p)) for p in gone)
+            return report
+        removed.update(self.forget(gone))
+        if removed:
             report.vanished = self.vanished(removed)
             if full and report.vanished:
                 report.deleted_blocks += self.store.mark_deleted(report.vanished)
-        if full and not dry_run and self.queue is not None:
+        if full and self.queue is not None:
             report.rescore_blocks = self._enqueue_null_scores()
         return report
 
@@ -231,14 +234,21 @@ class Scanner:
             bid: result.path for result in self.store.sync_files(syncs) for bid in result.removed
         }
 
-    def vanished(self, removed: dict[str, str]) -> list[str]:
-        """Ids among ``removed`` (id -> file that lost it) that no synced file took over."""
+    def forget(self, paths: Sequence[str]) -> dict[str, str]:
+        """Drop notes that are gone from the store; return their live blocks (id -> note)."""
+        if not paths:
+            return {}
+        ids = self.store.forget_files(paths)
+        return {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
+
+    def vanished(self, removed: dict[str, str]) -> dict[str, str]:
+        """The blocks among ``removed`` (id -> note that lost it) no synced note took over."""
         current = self.store.get_blocks(removed)
-        return sorted(
-            bid
-            for bid, block in current.items()
+        return {
+            bid: removed[bid]
+            for bid, block in sorted(current.items())
             if block.deleted_at is None and block.file == removed[bid]
-        )
+        }
 
     def _enqueue_null_scores(self) -> int:
         assert self.queue is not None

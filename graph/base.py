@@ -183,10 +183,6 @@ class GraphStore(ABC):
         """Live blocks of a file, in file order."""
 
     @abstractmethod
-    def set_versions(self, versions: Mapping[str, int]) -> None:
-        """Record the ``ver`` a write-back gave each block, so the next sync sees no change."""
-
-    @abstractmethod
     def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
         """Make these the claims each block originates.
 

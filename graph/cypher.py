@@ -100,12 +100,6 @@ BLOCKS_OF_FILE = (
     f"RETURN {BLOCK_FIELDS} ORDER BY b.position"
 )
 
-SET_VERSIONS = """
-UNWIND $rows AS r
-MATCH (b:Block {id: r.id}) WHERE b.version <> r.version
-SET b.version = r.version
-"""
-
 # Per block: drop the edges of claims no longer listed, merge the listed ones (a kept edge keeps
 # its scores), then, after the barrier, remove the dropped claims that originate from nothing.
 REPLACE_CLAIMS = """

@@ -350,12 +350,6 @@ class Neo4jStore(GraphStore):
         rows = self._query("blocks_of_file", cypher.BLOCKS_OF_FILE, {"path": path})
         return [StoredBlock(**row) for row in rows]
 
-    def set_versions(self, versions: Mapping[str, int]) -> None:
-        if not versions:
-            return
-        rows = [{"id": block_id, "version": version} for block_id, version in versions.items()]
-        self._query("set_versions", cypher.SET_VERSIONS, {"rows": rows}, write=True)
-
     def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
         """Make these the claims each block originates, in the order given (see GraphStore).
 

@@ -312,13 +312,6 @@ class SqliteStore(GraphStore):
             ).fetchall()
         return [_stored_block(row) for row in rows]
 
-    def set_versions(self, versions: Mapping[str, int]) -> None:
-        with self._write("set_versions") as conn:
-            conn.executemany(
-                "UPDATE blocks SET version = ? WHERE id = ?",
-                [(version, block_id) for block_id, version in versions.items()],
-            )
-
     def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
         """Make these the claims each block originates, in the order given (see GraphStore).
 

@@ -109,27 +109,26 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], Rig]]:
         rig.queue.close()
 
 
-def three_blocks(x: str, y: str, z: str) -> str:
-    return (
-        f"alice: {x}\n<!-- aclarai:id=X ver=1 -->\n\n"
-        f"bob: {y}\n<!-- aclarai:id=Y ver=1 -->\n\n"
-        f"carol: {z}\n<!-- aclarai:id=Z ver=1 -->\n"
-    )
-
-
-def test_an_edit_the_consumer_meets_unqueued_survives_a_write_conflict(make_rig) -> None:
+def queued_x_then_unqueued_y(make_rig: Callable[[dict[str, str]], Rig], y: str) -> Rig:
+    """A note of blocks X, Y, Z; X is edited and settled (queued), then Y is edited before the
+    watcher settles the note again, so nothing is queued for Y yet."""
     rig = make_rig(
         {
-            "n.md": three_blocks(
-                "The deploy failed on Tuesday.", "Bob rolled back to v2.3.", "The build is green."
-            )
+            "n.md": "alice: The deploy failed on Tuesday.\n<!-- aclarai:id=X ver=1 -->\n\n"
+            "bob: Bob rolled back to v2.3.\n<!-- aclarai:id=Y ver=1 -->\n\n"
+            "carol: The build is green.\n<!-- aclarai:id=Z ver=1 -->\n"
         }
     )
     note = rig.vault / "n.md"
     note.write_text(note.read_text().replace("Tuesday", "Wednesday"))
     rig.settle("n.md")
-    # Y is edited before the watcher settles the note again: nothing is queued for it yet.
-    note.write_text(note.read_text().replace("Bob rolled back to v2.3.", "Bob broke v2.1."))
+    note.write_text(note.read_text().replace("Bob rolled back to v2.3.", y))
+    return rig
+
+
+def test_an_edit_the_consumer_meets_unqueued_survives_a_write_conflict(make_rig) -> None:
+    rig = queued_x_then_unqueued_y(make_rig, "Bob broke v2.1.")
+    note = rig.vault / "n.md"
     rig.evaluator.value = 0.1
     rig.evaluator.before_next = lambda: note.write_text(note.read_text().replace("green", "red"))
     stats = rig.consumer.drain()
@@ -143,17 +142,7 @@ def test_an_edit_the_consumer_meets_unqueued_survives_a_write_conflict(make_rig)
 
 
 def test_claims_follow_an_edit_whose_extraction_failed(make_rig) -> None:
-    rig = make_rig(
-        {
-            "n.md": three_blocks(
-                "The deploy failed on Tuesday.", "Bob rolled back to v2.3.", "The build is green."
-            )
-        }
-    )
-    note = rig.vault / "n.md"
-    note.write_text(note.read_text().replace("Tuesday", "Wednesday"))
-    rig.settle("n.md")
-    note.write_text(note.read_text().replace("Bob rolled back to v2.3.", "Bob shipped v4.0."))
+    rig = queued_x_then_unqueued_y(make_rig, "Bob shipped v4.0.")
     rig.extractor.fail_next = True
     assert rig.consumer.drain().failures == 1
     rig.drain_all()

@@ -115,6 +115,19 @@ def failing_forever() -> Callable[[Recorded], Reply]:
     return lambda _request: next(replies)
 
 
+def llm_env(tmp_path: Path, server: ScriptedLLMServer) -> dict[str, str]:
+    """The environment of a user pointing aclarai at the scripted endpoint."""
+    return {
+        "ACLARAI_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "ACLARAI_MODEL__BACKEND": "llm",
+        "ACLARAI_MODEL__LLM__API_BASE": server.base_url,
+        "ACLARAI_MODEL__LLM__API_KEY_ENV": KEY_ENV,
+        KEY_ENV: "scripted-key",
+        "ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS": "2",
+    }
+
+
 @pytest.fixture
 def llm_server() -> Iterator[ScriptedLLMServer]:
     with scripted_llm_server() as server:
@@ -127,16 +140,7 @@ def setup(
     llm_server: ScriptedLLMServer,
     make_vault: Callable[[Mapping[str, str]], Path],
 ) -> tuple[Config, Path]:
-    env = {
-        "ACLARAI_STATE_DIR": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "ACLARAI_MODEL__BACKEND": "llm",
-        "ACLARAI_MODEL__LLM__API_BASE": llm_server.base_url,
-        "ACLARAI_MODEL__LLM__API_KEY_ENV": KEY_ENV,
-        KEY_ENV: "scripted-key",
-        "ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS": "2",
-    }
-    return load_config(env=env), make_vault(NOTES)
+    return load_config(env=llm_env(tmp_path, llm_server)), make_vault(NOTES)
 
 
 def calls_by_stage(requests: list[Recorded]) -> dict[str, int]:

@@ -30,7 +30,8 @@ from tests.agents.scripted_llm import (
     scripted_llm_server,
 )
 from tests.daemon.conftest import QUIET_S, note_text, wait_until
-from tests.daemon.test_resync_llm import CLAIMS, KEY_ENV, NOTES, responder
+from tests.daemon.test_resync_llm import CLAIMS, NOTES, responder
+from tests.daemon.test_resync_llm import llm_env as scripted_env
 
 ERIN = ("blk-c1", "erin: The database migration took 40 minutes on Friday.")
 LOW = (1.0 * 0.2 * 0.9) ** (1 / 3)
@@ -48,16 +49,7 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 @pytest.fixture
 def llm_env(tmp_path: Path, llm_server: ScriptedLLMServer) -> dict[str, str]:
-    return {
-        "ACLARAI_STATE_DIR": str(tmp_path / "state"),
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "ACLARAI_MODEL__BACKEND": "llm",
-        "ACLARAI_MODEL__LLM__API_BASE": llm_server.base_url,
-        "ACLARAI_MODEL__LLM__API_KEY_ENV": KEY_ENV,
-        KEY_ENV: "scripted-key",
-        "ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS": "2",
-        "ACLARAI_WATCH__QUIET_PERIOD_S": str(QUIET_S),
-    }
+    return {**scripted_env(tmp_path, llm_server), "ACLARAI_WATCH__QUIET_PERIOD_S": str(QUIET_S)}
 
 
 @pytest.fixture

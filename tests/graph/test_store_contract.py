@@ -191,7 +191,7 @@ def test_deleted_block_that_reappears_is_restored_as_changed(store: GraphStore) 
     assert c1.score is not None, "a restore brings the claims back with their scores"
 
 
-# --- mark_deleted, get_blocks, set_versions -------------------------------------------------
+# --- mark_deleted, get_blocks ---------------------------------------------------------------
 
 
 def test_mark_deleted_counts_only_live_blocks(store: GraphStore) -> None:
@@ -207,21 +207,6 @@ def test_mark_deleted_counts_only_live_blocks(store: GraphStore) -> None:
     assert deleted["a-1"].deleted_at is None
     counts = store.counts()
     assert (counts.blocks, counts.deleted_blocks) == (1, 2)
-
-
-def test_set_versions_makes_the_next_sync_a_no_op(store: GraphStore) -> None:
-    store.sync_files([note("a.md", "alpha.", "beta.")])
-    store.set_versions({"a-0": 2, "a-1": 7})
-    stored = store.get_blocks(["a-0", "a-1"])
-    assert (stored["a-0"].version, stored["a-1"].version) == (2, 7)
-
-    after_write_back = file_sync(
-        "a.md", block("a-0", "a.md", "alpha.", 0, version=2), block("a-1", "a.md", "beta.", 1, 7)
-    )
-    [result] = store.sync_files([after_write_back])
-
-    assert result.changed == ()
-    assert store.get_blocks(["a-0", "a-1"]) == stored
 
 
 # --- claims ---------------------------------------------------------------------------------
