@@ -6,10 +6,13 @@ RUN    := .run
 
 .PHONY: run test lint install bench clean
 
+# pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --upgrade pip
-	@$(BIN)/python -m pip install -q -e '.[test]'
+	@echo "Installing aclarai and its test tools into $(VENV)/ (once; log in $(VENV)/install.log)"
+	@( $(BIN)/python -m pip install --upgrade pip \
+	   && $(BIN)/python -m pip install -e '.[test]' ) > $(VENV)/install.log 2>&1 \
+	   || { tail -n 40 $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -1,11 +1,21 @@
 """Answer evaluation: a verdict on an AI agent's answer to a user's query.
 
-Three cheap pre-checks (length, query overlap, format) run first, in parallel; if their mean is
-below the early-exit threshold the answer fails with no judge called. Otherwise the judges
-(relevance, faithfulness, coherence — offline or LLM-backed, see :mod:`aclarai.agents.judges`) run
-in parallel, each under its own timeout. The confidence is the weighted mean of the two groups'
-means; a judge that fails or times out is reported in the stages with its error and left out of the
-means, never counted as 0. With no judge left the verdict is ``review``: nobody looked.
+Three cheap pre-checks run first, in parallel, as the spec's reference does: the answer's length
+in characters relative to the query's (``length-checker``), the share of the query's terms it
+contains (``overlap-checker``), and its form (``format-checker``: words, punctuation runs).
+
+The early exit fails an answer with no judge called when it is a *non-answer*: empty, punctuation
+only, filler ("ok", "idk", "I don't know"), or unrelated to both the query and the context; or
+when the pre-check mean is below the threshold and the answer is not a short answer that the
+context supports. The reference exits on the mean alone, which fails "Paris." as the answer to
+"What is the capital of France?" although the context says so; here such an answer goes to the
+judges.
+
+Otherwise the judges (relevance, faithfulness, coherence — offline or LLM-backed, see
+:mod:`aclarai.agents.judges`) run in parallel, each under its own timeout. The confidence is the
+weighted mean of the two groups' means; a judge that fails or times out is reported in the stages
+with its error and left out of the means, never counted as 0, and caps the verdict at ``review``:
+an answer nobody fully looked at never passes. With no judge left the verdict is ``review``.
 
 One blocking core: the HTTP service and the Redis consumer call :meth:`AnswerEvaluator.evaluate`
 from worker threads.
@@ -38,13 +48,27 @@ RELEVANCE_JUDGE = "relevance-judge"
 FAITHFULNESS_JUDGE = "faithfulness-judge"
 COHERENCE_JUDGE = "coherence-judge"
 
-TOO_SHORT_RATIO = 0.1
-"""An answer with fewer words than this share of the query's is too short."""
-TOO_LONG_RATIO = 50.0
-"""An answer with more words than this multiple of the query's is too long."""
+TOO_SHORT_RATIO = 0.5
+"""An answer shorter, in characters, than this share of the query is too short (0.0)."""
+TOO_LONG_RATIO = 10.0
+"""An answer longer, in characters, than this multiple of the query is too long (0.5)."""
+MIN_WORDS = 2
+"""An answer with fewer words fails the format check (0.0)."""
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
-_REPEATED_PUNCTUATION = re.compile(r"([!?.,;:*#~_=-])\1{3,}|[!?]{4,}")
+_PUNCTUATION_RUN = re.compile(r"[!?.]{3,}")
+_FILLER = frozenset(
+    {
+        "ok", "okay", "k", "kk", "idk", "dunno", "n/a", "na", "none", "nothing", "whatever",
+        "sure", "thanks", "thank you", "hmm", "hm", "um", "uh", "lol", "meh", "no idea",
+        "i don't know", "i do not know", "i dont know", "not sure", "i'm not sure",
+        "i am not sure", "no comment", "pass", "skip", "test", "asdf", "blah", "yes or no",
+    }
+)  # fmt: skip
+"""Answers that say nothing, whatever was asked (compared lower-cased, punctuation stripped)."""
+UNRELATED_MIN_TERMS = 3
+"""An answer with at least this many content terms, none of them in the query or the context, is
+unrelated; a shorter one may be a bare fact ("1889") that the judges must see."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +135,9 @@ class AnswerEvalSettings:
     """Thresholds and weights (``service`` section of the configuration)."""
 
     early_exit_threshold: float = 0.2
-    min_words: int = 3
+    min_words: int = MIN_WORDS
+    too_short_ratio: float = TOO_SHORT_RATIO
+    too_long_ratio: float = TOO_LONG_RATIO
     judge_timeout_s: float = 30.0
     pre_check_weight: float = 0.3
     judge_weight: float = 0.7
@@ -125,46 +151,88 @@ class AnswerEvalSettings:
             raise ValueError("at least one weight must be positive")
         if self.review_above > self.pass_above:
             raise ValueError("review_above must not exceed pass_above")
+        if not 0 <= self.too_short_ratio <= self.too_long_ratio:
+            raise ValueError("too_short_ratio must lie between 0 and too_long_ratio")
 
 
-def length_check(query: str, answer: str) -> Judgement:
-    """Answer/query length ratio in words: too short 0.0, too long 0.5, otherwise 1.0."""
-    query_words = max(1, len(_WORD.findall(query)))
-    answer_words = len(_WORD.findall(answer))
-    ratio = answer_words / query_words
-    if ratio < TOO_SHORT_RATIO or answer_words == 0:
-        return Judgement(0.0, f"too short: {answer_words} words for a {query_words}-word query")
-    if ratio > TOO_LONG_RATIO:
-        return Judgement(0.5, f"too long: {answer_words} words for a {query_words}-word query")
-    return Judgement(1.0, f"{answer_words} words for a {query_words}-word query")
+def length_check(
+    query: str,
+    answer: str,
+    too_short_ratio: float = TOO_SHORT_RATIO,
+    too_long_ratio: float = TOO_LONG_RATIO,
+) -> Judgement:
+    """Answer/query length ratio in characters: too short 0.0, too long 0.5, otherwise 1.0."""
+    query_chars = max(1, len(query.strip()))
+    answer_chars = len(answer.strip())
+    ratio = answer_chars / query_chars
+    if ratio < too_short_ratio:
+        return Judgement(
+            0.0,
+            f"Answer is too short: {answer_chars} characters for a {query_chars}-character query",
+        )
+    if ratio > too_long_ratio:
+        return Judgement(
+            0.5,
+            f"Answer is too long: {answer_chars} characters for a {query_chars}-character query",
+        )
+    return Judgement(1.0, "Answer length is acceptable")
 
 
 def overlap_check(query: str, answer: str) -> Judgement:
     """Share of the query's unique content words (stemmed) that the answer contains."""
     wanted = analyse(query).content
     if not wanted:
-        return Judgement(1.0, "the query has no content words to look for")
+        return Judgement(1.0, "The query has no content words to look for")
     found = wanted & analyse(answer).content
+    score = len(found) / len(wanted)
+    verdict = "There is a good overlap" if score >= 0.5 else "There is little overlap"
+    reason = f"{verdict}: {len(found)} of {len(wanted)} query terms in the answer"
     missing = sorted(wanted - found)
-    reason = f"{len(found)} of {len(wanted)} query terms in the answer"
     if missing:
         reason += f"; missing: {', '.join(missing[:8])}"
-    return Judgement(len(found) / len(wanted), reason)
+    return Judgement(score, reason)
 
 
-def format_check(answer: str, min_words: int) -> Judgement:
-    """Empty 0.0; each of too few words and runs of repeated punctuation costs 0.5."""
+def format_check(answer: str, min_words: int = MIN_WORDS) -> Judgement:
+    """Empty or fewer than ``min_words`` words 0.0; a run of three ``!``, ``?`` or ``.`` 0.5."""
     if not answer.strip():
-        return Judgement(0.0, "empty answer")
-    problems: list[str] = []
+        return Judgement(0.0, "Answer is empty")
     words = len(_WORD.findall(answer))
     if words < min_words:
-        problems.append(f"{words} words, fewer than {min_words}")
-    if _REPEATED_PUNCTUATION.search(answer):
-        problems.append("runs of repeated punctuation")
-    if not problems:
-        return Judgement(1.0, "well-formed")
-    return Judgement(max(0.0, 1.0 - 0.5 * len(problems)), "; ".join(problems))
+        return Judgement(0.0, f"Answer has {words} word(s), fewer than {min_words}")
+    if _PUNCTUATION_RUN.search(answer):
+        return Judgement(0.5, "Answer has repeated punctuation")
+    return Judgement(1.0, "Valid Answer")
+
+
+def non_answer(interaction: Interaction) -> str | None:
+    """Why the answer says nothing to the query (empty, no words, filler, unrelated), or ``None``.
+
+    Pure and cheap: it decides the early exit together with the pre-checks.
+    """
+    answer = interaction.answer.strip()
+    if not answer:
+        return "the answer is empty"
+    words = _WORD.findall(answer)
+    if not words:
+        return "the answer has no words"
+    if " ".join(words).lower().replace("’", "'") in _FILLER:
+        return f"the answer is filler ({answer[:40]!r})"
+    terms = analyse(answer).content
+    if len(terms) >= UNRELATED_MIN_TERMS and not terms & (
+        analyse(interaction.query).content | analyse(interaction.context).content
+    ):
+        return "the answer shares no term with the query or the context"
+    return None
+
+
+def supported_by_context(interaction: Interaction) -> bool:
+    """Whether every content term (and number) of the answer appears in the context."""
+    answer = analyse(interaction.answer)
+    if not answer.content and not answer.numbers:
+        return False
+    context = analyse(interaction.context)
+    return answer.content <= context.content and answer.numbers <= context.numbers
 
 
 class AnswerEvaluator:
@@ -187,7 +255,12 @@ class AnswerEvaluator:
         self.judges = tuple(judges)
         self.settings = settings or AnswerEvalSettings()
         self._pre_checks: tuple[tuple[str, Callable[[Interaction], Judgement]], ...] = (
-            (LENGTH_CHECKER, lambda i: length_check(i.query, i.answer)),
+            (
+                LENGTH_CHECKER,
+                lambda i: length_check(
+                    i.query, i.answer, self.settings.too_short_ratio, self.settings.too_long_ratio
+                ),
+            ),
             (OVERLAP_CHECKER, lambda i: overlap_check(i.query, i.answer)),
             (FORMAT_CHECKER, lambda i: format_check(i.answer, self.settings.min_words)),
         )
@@ -209,13 +282,9 @@ class AnswerEvaluator:
         s = self.settings
         pre = self._run(self._pre_pool, "pre_check", self._pre_checks, interaction, None)
         pre_mean = _mean([st.score for st in pre])
-        if pre_mean is not None and pre_mean < s.early_exit_threshold:
-            return AnswerEvaluation(
-                stages=tuple(pre),
-                confidence=pre_mean,
-                verdict="fail",
-                reason=f"early exit: pre-check mean {pre_mean:.3f} < {s.early_exit_threshold}",
-            )
+        exit_reason = self._early_exit(interaction, pre_mean)
+        if exit_reason is not None:
+            return AnswerEvaluation(tuple(pre), pre_mean, "fail", f"early exit: {exit_reason}")
         checks = tuple((j.name, j.judge) for j in self.judges)
         timeouts = tuple(j.timeout_s or s.judge_timeout_s for j in self.judges)
         judged = self._run(self._judge_pool, "judge", checks, interaction, timeouts)
@@ -236,7 +305,22 @@ class AnswerEvaluator:
         reason = f"confidence {confidence:.3f}"
         if left_out:
             reason += f" (left out, failed: {', '.join(left_out)})"
+            if verdict == "pass":
+                verdict = "review"
+                reason += "; capped at review: not every judge looked at the answer"
         return AnswerEvaluation(stages, confidence, verdict, reason)
+
+    def _early_exit(self, interaction: Interaction, pre_mean: float | None) -> str | None:
+        """Why the answer fails without a judge, or ``None`` when the judges must see it."""
+        nothing = non_answer(interaction)
+        if nothing is not None:
+            return nothing
+        threshold = self.settings.early_exit_threshold
+        if pre_mean is None or pre_mean >= threshold:
+            return None
+        if supported_by_context(interaction):
+            return None
+        return f"pre-check mean {pre_mean:.3f} < {threshold}"
 
     def close(self) -> None:
         """Stop the worker pools (running judges finish in the background)."""

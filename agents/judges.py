@@ -5,7 +5,9 @@ scorer by default) or on lexical similarity, so the service works with no API ke
 
 - faithfulness: how far the context entails the answer (the evaluator's ``entailed_score``);
 - relevance: how much of the query the answer takes up, by stemmed content words and character
-  4-grams (so "tallest" still meets "tall");
+  4-grams (so "tallest" still meets "tall"); or, for an answer that does not restate the query
+  ("Paris." to "What is the capital of France?"), how well the context sentence that holds all of
+  the answer's terms matches the query: the answer supplies what that sentence says;
 - coherence: one minus the strongest contradiction between two of the answer's own sentences. A
   pair is suspect when it is on the same topic (shared content words) with opposite polarity or
   different numbers ("open on Sundays" / "not open on Sundays", "330 m" / "150 m"). A suspect pair
@@ -89,10 +91,31 @@ class RelevanceJudge(Judge):
         words = len(query.content & answer.content) / len(query.content)
         grams = _containment(_chargrams(query.content), _chargrams(answer.content))
         similarity = max(words, grams)
+        via_context = _answering_sentence_match(query.content, answer.content, interaction.context)
+        if via_context > similarity:
+            score = min(1.0, via_context / RELEVANCE_SATURATION)
+            return Judgement(
+                score,
+                f"answers through the context: the sentence holding the answer matches "
+                f"{via_context:.2f} of the query terms",
+            )
         score = min(1.0, similarity / RELEVANCE_SATURATION)
         return Judgement(
             score, f"query similarity {similarity:.2f} (terms {words:.2f}, 4-grams {grams:.2f})"
         )
+
+
+def _answering_sentence_match(query: frozenset[str], answer: frozenset[str], context: str) -> float:
+    """Best share of the query's terms found in a context sentence that holds every term of the
+    answer the query lacks (0 when the answer brings nothing new or no sentence holds it)."""
+    new_terms = answer - query
+    if not new_terms or not context.strip():
+        return 0.0
+    best = 0.0
+    for sentence in analyse(context).sentences:
+        if new_terms <= sentence.content:
+            best = max(best, len(query & sentence.content) / len(query))
+    return best
 
 
 class CoherenceJudge(Judge):

@@ -165,6 +165,15 @@ class ServiceWeights(_Section):
     judges: float = Field(0.7, ge=0)
 
 
+class ServicePreChecks(_Section):
+    too_short_ratio: float = Field(0.5, ge=0)
+    """Answer/query length in characters below this: the length check scores 0.0."""
+    too_long_ratio: float = Field(10.0, gt=0)
+    """Above this: 0.5."""
+    min_words: int = Field(2, ge=0)
+    """An answer with fewer words: the format check scores 0.0."""
+
+
 class ServiceThresholds(_Section):
     pass_above: float = Field(0.8, ge=0, le=1)
     review_above: float = Field(0.5, ge=0, le=1)
@@ -177,7 +186,7 @@ class ServiceSettings(_Section):
     """Name of the environment variable holding the bearer token; ``None``: no auth."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
     early_exit_threshold: float = Field(0.2, ge=0, le=1)
-    min_words: int = Field(3, ge=0)
+    pre_checks: ServicePreChecks = ServicePreChecks()
     judge_timeout_s: float = Field(30.0, gt=0)
     weights: ServiceWeights = ServiceWeights()
     thresholds: ServiceThresholds = ServiceThresholds()

@@ -234,7 +234,9 @@ def answer_settings(service: ServiceSettings) -> AnswerEvalSettings:
     """The answer evaluator's settings from the ``service`` configuration section."""
     return AnswerEvalSettings(
         early_exit_threshold=service.early_exit_threshold,
-        min_words=service.min_words,
+        min_words=service.pre_checks.min_words,
+        too_short_ratio=service.pre_checks.too_short_ratio,
+        too_long_ratio=service.pre_checks.too_long_ratio,
         judge_timeout_s=service.judge_timeout_s,
         pre_check_weight=service.weights.pre_checks,
         judge_weight=service.weights.judges,

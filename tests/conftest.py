@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Read once at start-up: the autouse fixture below clears every ACLARAI_* variable for the tests.
+EXTERNAL_REDIS_URL = os.environ.get("ACLARAI_TEST_REDIS_URL")
 
 
 @pytest.fixture(autouse=True)
@@ -17,16 +21,22 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("ACLARAI_STATE_DIR", str(tmp_path / "state"))
     for name in ("OPENAI_API_KEY", "NEO4J_PASSWORD"):
         monkeypatch.delenv(name, raising=False)
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("ACLARAI_") and name != "ACLARAI_STATE_DIR":
             monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[object]:
-    """A real redis-server on a random loopback port, for the whole session."""
-    from tests.fixtures.redis_server import start_redis_server
+    """A real redis-server on a random loopback port, for the whole session.
 
+    ``ACLARAI_TEST_REDIS_URL`` points the same tests at an external server instead.
+    """
+    from tests.fixtures.redis_server import ExternalRedis, start_redis_server
+
+    if EXTERNAL_REDIS_URL:
+        yield ExternalRedis(EXTERNAL_REDIS_URL)
+        return
     with start_redis_server() as server:
         yield server
 

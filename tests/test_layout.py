@@ -98,3 +98,62 @@ def test_only_config_reads_the_environment() -> None:
                 continue
             source = path.read_text()
             assert "os.environ" not in source and "os.getenv" not in source, path
+
+
+def _machine_dependencies(path: Path) -> list[str]:
+    """What in ``path`` would make the suite need more than Python, pip and make."""
+    found = []
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value == "shared"
+        ):
+            found.append(f"{path.name}:{node.lineno} reads ../shared")
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        line, value = node.lineno, node.value
+        words = value.split()
+        if "../shared" in value:
+            found.append(f"{path.name}:{line} reads ../shared")
+        if value == "redis-server":
+            found.append(f"{path.name}:{line} looks redis-server up on the PATH")
+        if words[:1] in (["apt"], ["apt-get"]) or value in ("apt", "apt-get"):
+            found.append(f"{path.name}:{line} calls apt")
+    return found
+
+
+def test_the_suite_needs_only_python_pip_and_make() -> None:
+    """No test reads ``../shared``, finds ``redis-server`` on the PATH or installs with apt: a
+    fresh clone on a machine with only Python, pip and make must pass ``make test``."""
+    offenders = [
+        finding
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for finding in _machine_dependencies(path)
+    ]
+    assert offenders == []
+    for script in (ROOT / ".ci" / "run", ROOT / "Makefile"):
+        for number, line in enumerate(script.read_text().splitlines(), 1):
+            command = line.split("#", 1)[0].split()
+            assert not {"apt", "apt-get", "sudo"} & set(command), f"{script.name}:{number}"
+
+
+@pytest.mark.parametrize(
+    ("source", "finding"),
+    [
+        ('DATA = ROOT.parent / "shared" / "data"', "reads ../shared"),
+        ('open("../shared/data/true/begin.csv")', "reads ../shared"),
+        ('shutil.which("redis-server")', "looks redis-server up on the PATH"),
+        ('subprocess.run(["redis-server", "--port", "0"])', "looks redis-server up on the PATH"),
+        ('subprocess.run(["apt-get", "install", "-y", "redis"])', "calls apt"),
+        ('os.system("apt install redis-server")', "calls apt"),
+    ],
+)
+def test_machine_dependency_check_catches(tmp_path: Path, source: str, finding: str) -> None:
+    path = tmp_path / "test_example.py"
+    path.write_text(source + "\n")
+    assert any(finding in f for f in _machine_dependencies(path))
