@@ -21,6 +21,8 @@ with its own prompt (``relevance_judge``, ``faithfulness_judge``, ``coherence_ju
 
 from __future__ import annotations
 
+import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -49,7 +51,19 @@ TOPIC_FULL = 0.75
 share half of theirs, so they count half."""
 MAX_COHERENCE_SENTENCES = 12
 """Sentences compared pairwise for coherence (the first ones; pairs grow quadratically)."""
+MAX_FAITHFULNESS_SENTENCES = 40
+"""Answer sentences checked for faithfulness; a longer answer is judged on this many, spread
+evenly over it, and the reason says so. Aligning every answer sentence with every context
+sentence would grow with the square of the text."""
+SMALL_CONTEXT_SENTENCES = 64
+"""A context up to this many sentences is given to the evaluator whole."""
+PASSAGES_PER_SENTENCE = 4
+"""Otherwise each checked answer sentence brings the context sentences sharing most words with
+it, found through an index of the context: the evaluator sees a bounded source."""
+MAX_SHORT_ANSWER_TERMS = 12
+"""Relevance through the context is sought for answers with at most this many new terms."""
 _CHARGRAM = 4
+_INDEX_WORD = re.compile(r"\w{3,}")
 
 
 class FaithfulnessJudge(Judge):
@@ -64,15 +78,54 @@ class FaithfulnessJudge(Judge):
     def judge(self, interaction: Interaction) -> Judgement:
         if not interaction.context.strip():
             raise EvaluationError("no context to check the answer against")
-        score = self._evaluator.evaluate(
-            EvalItem(claim=interaction.answer, source=interaction.context)
-        )
+        claim, source, note = bounded_pair(interaction.answer, interaction.context)
+        score = self._evaluator.evaluate(EvalItem(claim=claim, source=source))
         if score.entailed_score is None:
             raise EvaluationError(f"the evaluator gave no entailment score ({score.status})")
         reason = f"entailment of the answer by the context: {score.entailed_score:.2f}"
         if score.verdict:
             reason += f" ({score.verdict})"
-        return Judgement(score.entailed_score, reason)
+        return Judgement(score.entailed_score, reason + note)
+
+
+def bounded_pair(answer: str, context: str) -> tuple[str, str, str]:
+    """The (claim, source) the faithfulness judge scores, with work linear in the text.
+
+    Short answers and contexts go whole. A long answer is sampled down to
+    :data:`MAX_FAITHFULNESS_SENTENCES` sentences; a long context is cut down to the sentences an
+    inverted index finds for those sentences, kept in their order. The third value says what was
+    left out (empty when nothing was).
+    """
+    answer_sentences = split_sentences(answer) or [answer]
+    note = ""
+    if len(answer_sentences) > MAX_FAITHFULNESS_SENTENCES:
+        step = len(answer_sentences) / MAX_FAITHFULNESS_SENTENCES
+        picked = [answer_sentences[int(i * step)] for i in range(MAX_FAITHFULNESS_SENTENCES)]
+        note = f"; judged on {len(picked)} of the answer's {len(answer_sentences)} sentences"
+        answer_sentences = picked
+        answer = " ".join(picked)
+    context_sentences = split_sentences(context) or [context]
+    if len(context_sentences) <= SMALL_CONTEXT_SENTENCES:
+        return answer, context, note
+    index: defaultdict[str, list[int]] = defaultdict(list)
+    for number, sentence in enumerate(context_sentences):
+        for word in set(_INDEX_WORD.findall(sentence.lower())):
+            index[word].append(number)
+    # Words found in most of the context say nothing about where an answer sentence comes from.
+    common = len(context_sentences) // 4
+    chosen: set[int] = set()
+    for sentence in answer_sentences:
+        hits: Counter[int] = Counter()
+        for word in set(_INDEX_WORD.findall(sentence.lower())):
+            found = index.get(word, ())
+            if len(found) <= common:
+                hits.update(found)
+        chosen.update(n for n, _ in hits.most_common(PASSAGES_PER_SENTENCE))
+    if not chosen:
+        chosen = set(range(SMALL_CONTEXT_SENTENCES))
+    source = " ".join(context_sentences[n] for n in sorted(chosen))
+    note += f"; checked against {len(chosen)} of the context's {len(context_sentences)} sentences"
+    return answer, source, note
 
 
 class RelevanceJudge(Judge):
@@ -109,7 +162,7 @@ def _answering_sentence_match(query: frozenset[str], answer: frozenset[str], con
     """Best share of the query's terms found in a context sentence that holds every term of the
     answer the query lacks (0 when the answer brings nothing new or no sentence holds it)."""
     new_terms = answer - query
-    if not new_terms or not context.strip():
+    if not new_terms or len(new_terms) > MAX_SHORT_ANSWER_TERMS or not context.strip():
         return 0.0
     best = 0.0
     for sentence in analyse(context).sentences:
