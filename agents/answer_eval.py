@@ -15,7 +15,9 @@ Otherwise the judges (relevance, faithfulness, coherence — offline or LLM-back
 :mod:`aclarai.agents.judges`) run in parallel, each under its own timeout. The confidence is the
 weighted mean of the two groups' means; a judge that fails or times out is reported in the stages
 with its error and left out of the means, never counted as 0, and caps the verdict at ``review``:
-an answer nobody fully looked at never passes. With no judge left the verdict is ``review``.
+an answer nobody fully looked at never passes. So does a judge scoring below ``judge_floor``: a
+mean of good relevance and coherence must not pass an answer the faithfulness judge finds
+invented. With no judge left the verdict is ``review``.
 
 One blocking core: the HTTP service and the Redis consumer call :meth:`AnswerEvaluator.evaluate`
 from worker threads.
@@ -143,6 +145,8 @@ class AnswerEvalSettings:
     judge_weight: float = 0.7
     pass_above: float = 0.8
     review_above: float = 0.5
+    judge_floor: float = 0.5
+    """A judge scoring below this caps the verdict at ``review`` (0 turns the cap off)."""
 
     def __post_init__(self) -> None:
         if self.pre_check_weight < 0 or self.judge_weight < 0:
@@ -308,6 +312,14 @@ class AnswerEvaluator:
             if verdict == "pass":
                 verdict = "review"
                 reason += "; capped at review: not every judge looked at the answer"
+        vetoes = [
+            f"{st.name} {st.score:.2f}"
+            for st in judged
+            if st.score is not None and st.score < s.judge_floor
+        ]
+        if vetoes and verdict == "pass":
+            verdict = "review"
+            reason += f"; capped at review: {', '.join(vetoes)} below {s.judge_floor}"
         return AnswerEvaluation(stages, confidence, verdict, reason)
 
     def _early_exit(self, interaction: Interaction, pre_mean: float | None) -> str | None:

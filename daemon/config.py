@@ -177,6 +177,8 @@ class ServicePreChecks(_Section):
 class ServiceThresholds(_Section):
     pass_above: float = Field(0.8, ge=0, le=1)
     review_above: float = Field(0.5, ge=0, le=1)
+    judge_floor: float = Field(0.5, ge=0, le=1)
+    """A judge scoring below this caps the verdict at review."""
 
 
 class ServiceSettings(_Section):

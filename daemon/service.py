@@ -242,6 +242,7 @@ def answer_settings(service: ServiceSettings) -> AnswerEvalSettings:
         judge_weight=service.weights.judges,
         pass_above=service.thresholds.pass_above,
         review_above=service.thresholds.review_above,
+        judge_floor=service.thresholds.judge_floor,
     )
 
 
