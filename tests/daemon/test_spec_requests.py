@@ -1,5 +1,5 @@
 """The evaluation service's two documented requests, byte for byte, through the real HTTP server
-and through the real Redis Stream (``../shared/spec/004``: "Evaluate Agent Response", "Test —
+and through the real Redis Stream (the evaluation service's spec: "Evaluate Agent Response", "Test —
 Early Exit (bad answer)" and "Sending Messages to the Stream"), on the offline judges."""
 
 from __future__ import annotations
