@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN    := .run
 
-.PHONY: run test lint install bench clean
+.PHONY: run test fuzz lint install bench clean
 
 # pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
@@ -24,12 +24,20 @@ run: $(STAMP)
 	@ACLARAI_STATE_DIR=$(RUN)/state XDG_CONFIG_HOME=$(RUN)/config $(BIN)/aclarai resync $(RUN)/vault
 	@echo
 	@echo "Scores were written into the notes under $(RUN)/vault (look for aclarai:entailed_score)."
-	@echo "The embedded graph is $(RUN)/state/graph.sqlite; for counts and the claims to look at:"
+	@echo "Open the dashboard: $(RUN)/vault/aclarai/Dashboard.md (open $(RUN)/vault as a vault in"
+	@echo "Obsidian): the claims to look at, with links to their blocks, a table per note, charts."
+	@echo "The embedded graph is $(RUN)/state/graph.sqlite; the same list and counts in a terminal:"
+	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai claims $(RUN)/vault"
 	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai status $(RUN)/vault"
 
 ## test: the whole test suite
 test: $(STAMP)
 	@$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## fuzz: the fuzz suites (vaults, evaluate input, the HTTP API) with 20 times the examples
+fuzz: $(STAMP)
+	@ACLARAI_TEST_FUZZ=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/daemon/test_fuzz_vault.py tests/daemon/test_batch_eval.py tests/daemon/test_api.py
 
 lint: $(STAMP)
 	@$(BIN)/ruff check .

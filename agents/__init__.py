@@ -22,7 +22,7 @@ from aclarai.agents.base import (
 )
 from aclarai.agents.cache import ResultCache, cache_key
 from aclarai.agents.embeddings import Embedder, HashingEmbedder, OpenAIEmbedder
-from aclarai.agents.judges import llm_judges, offline_judges
+from aclarai.agents.judge_specs import JudgeSpec, llm_judges, load_judge_specs, offline_judges
 from aclarai.agents.llm import LLMClaimExtractor, LLMEvaluator, RoleModels
 from aclarai.agents.llm_client import EndpointSettings, LLMClient
 from aclarai.agents.llm_limits import UsageCounters
@@ -30,10 +30,17 @@ from aclarai.agents.llm_schemas import UnparseableOutput
 from aclarai.agents.nli_qa import NLIQAPipeline, PairScore, QAItem, QAResult, split_statements
 from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline_extractor import OfflineClaimExtractor
-from aclarai.agents.prompts import PromptLibrary
+from aclarai.agents.prompts import PromptLibrary, delimit
 from aclarai.agents.pronouns import LLMPronounResolver, RuleBasedPronounResolver, replace_pronouns
 from aclarai.agents.refusal import is_refusal, is_refusal_sentence
 from aclarai.agents.tools import Tool, ToolFactory, build_tool_factory
+from aclarai.agents.validation import (
+    VERDICT_ORDER,
+    AnswerAgreement,
+    ClaimAgreement,
+    answer_agreement,
+    claim_agreement,
+)
 from aclarai.agents.vector_index import SearchHit, VectorIndex
 from aclarai.agents.verify import (
     EvaluatorVerifier,
@@ -46,10 +53,13 @@ from aclarai.agents.verify import (
 
 __all__ = [
     "VERDICT_LABELS",
+    "VERDICT_ORDER",
+    "AnswerAgreement",
     "AnswerEvalSettings",
     "AnswerEvaluation",
     "AnswerEvaluator",
     "Claim",
+    "ClaimAgreement",
     "ClaimExtractor",
     "Embedder",
     "EndpointSettings",
@@ -60,6 +70,7 @@ __all__ = [
     "HashingEmbedder",
     "Interaction",
     "Judge",
+    "JudgeSpec",
     "Judgement",
     "LLMClaimExtractor",
     "LLMClient",
@@ -88,12 +99,16 @@ __all__ = [
     "VectorIndex",
     "Verdict",
     "Verifier",
+    "answer_agreement",
     "build_tool_factory",
     "cache_key",
+    "claim_agreement",
     "claim_id",
+    "delimit",
     "is_refusal",
     "is_refusal_sentence",
     "llm_judges",
+    "load_judge_specs",
     "offline_judges",
     "parse_verdict",
     "replace_pronouns",

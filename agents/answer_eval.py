@@ -123,6 +123,8 @@ class Judge(ABC):
     """A judge of an answer. Implement :meth:`judge`; raise on failure, never return a fake 0."""
 
     name: str = "abstract-judge"
+    weight: float = 1.0
+    """This judge's weight in the judges' mean."""
     timeout_s: float | None = None
     """This judge's own timeout, counted from when the evaluation submits it; ``None`` takes the
     evaluator's default."""
@@ -293,11 +295,15 @@ class AnswerEvaluator:
         timeouts = tuple(j.timeout_s or s.judge_timeout_s for j in self.judges)
         judged = self._run(self._judge_pool, "judge", checks, interaction, timeouts)
         stages = (*pre, *judged)
-        judge_mean = _mean([st.score for st in judged])
+        judge_mean = _weighted_mean(
+            [(j.weight, st.score) for j, st in zip(self.judges, judged, strict=True)]
+        )
         if judge_mean is None:
             failed = "; ".join(f"{st.name}: {st.error}" for st in judged) or "no judges configured"
             return AnswerEvaluation(stages, None, "review", f"every judge failed ({failed})")
-        confidence = _weighted(((s.pre_check_weight, pre_mean), (s.judge_weight, judge_mean)))
+        confidence = _weighted_mean(((s.pre_check_weight, pre_mean), (s.judge_weight, judge_mean)))
+        if confidence is None:  # the judges' weight is 0 and no pre-check gave a score
+            confidence = judge_mean
         verdict: Verdict = (
             "pass"
             if confidence > s.pass_above
@@ -392,12 +398,12 @@ def _collect(
     return Stage(name, kind, None, f"failed: {error}", elapsed, error)
 
 
-def _weighted(groups: Sequence[tuple[float, float | None]]) -> float:
-    # Weights are renormalised over the groups that produced a score, so that configured
-    # weights need not sum to 1 and a group with no score is left out rather than counted as 0.
+def _weighted_mean(groups: Sequence[tuple[float, float | None]]) -> float | None:
+    # Weights are renormalised over the parts that produced a score, so that configured weights
+    # need not sum to 1 and a part with no score is left out rather than counted as 0.
     present = [(w, x) for w, x in groups if x is not None and w > 0]
     total = sum(w for w, _ in present)
-    return sum(w * x for w, x in present) / total if total else 0.0
+    return sum(w * x for w, x in present) / total if total else None
 
 
 def _mean(scores: Sequence[float | None]) -> float | None:

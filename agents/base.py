@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from aclarai.parsers import normalize_text
+from aclarai.parsers import EvaluationError, normalize_text
 
 VERDICT_LABELS: tuple[str, ...] = ("supported", "weakly_supported", "unsupported")
+UNAVAILABLE_STATUS = "llm_unavailable"
+"""How a :class:`Score`'s status starts when the model endpoint could not be reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,11 @@ class Score:
     omitted: tuple[str, ...] = ()
     """Verifiable elements of the source the claim leaves out (coverage)."""
 
+    @property
+    def unavailable(self) -> bool:
+        """Whether it failed because the model endpoint could not be reached (try again later)."""
+        return self.status.startswith(UNAVAILABLE_STATUS)
+
 
 class ClaimExtractor(ABC):
     name: str = "abstract"
@@ -84,6 +91,14 @@ class ClaimExtractor(ABC):
 
     def extract(self, item: ExtractionInput) -> list[Claim]:
         return self.extract_batch([item])[0]
+
+    def extract_each(
+        self, inputs: Sequence[ExtractionInput]
+    ) -> list[list[Claim] | EvaluationError]:
+        """Like :meth:`extract_batch`, but a block whose extraction failed gets its error in its
+        place, so that one bad block fails alone. The default suits extractors that cannot
+        fail per block."""
+        return list(self.extract_batch(inputs))
 
     def close(self) -> None:  # noqa: B027 - optional hook, most implementations hold nothing
         """Release connections; the default holds none."""

@@ -14,8 +14,10 @@ scorer by default) or on lexical similarity, so the service works with no API ke
   contradicts as far as neither sentence entails the other (by the evaluator) or as far as their
   numbers differ, scaled by how much they share a topic.
 
-LLM-backed, each judge is one structured call through :class:`~aclarai.agents.llm_client.LLMClient`
-with its own prompt (``relevance_judge``, ``faithfulness_judge``, ``coherence_judge``) and the
+Which judges run, with which weights and prompts, is configured in YAML
+(:mod:`aclarai.agents.judge_specs`). LLM-backed, each judge is one structured call through
+:class:`~aclarai.agents.llm_client.LLMClient` with its own prompt (``relevance_judge``,
+``faithfulness_judge``, ``coherence_judge``) and the
 :class:`~aclarai.agents.llm_schemas.JudgeOut` reply schema.
 """
 
@@ -275,41 +277,6 @@ class LLMJudge(Judge):
             self._model, messages, JudgeOut, timeout_s=self.timeout_s
         )
         return Judgement(reply.score, reply.reason or "(the model gave no reason)")
-
-
-def offline_judges(evaluator: Evaluator, *, timeout_s: float | None = None) -> list[Judge]:
-    """The three judges without a model endpoint.
-
-    Args:
-        evaluator: scores entailment (faithfulness, coherence); the offline scorer by default.
-        timeout_s: each judge's timeout; ``None`` takes the answer evaluator's default.
-    """
-    return [
-        RelevanceJudge(timeout_s=timeout_s),
-        FaithfulnessJudge(evaluator, timeout_s=timeout_s),
-        CoherenceJudge(evaluator, timeout_s=timeout_s),
-    ]
-
-
-def llm_judges(
-    client: LLMClient,
-    prompts: PromptLibrary,
-    model: str,
-    *,
-    timeout_s: float | None = None,
-) -> list[Judge]:
-    """The three judges as LLM calls, one prompt each.
-
-    Args:
-        client: the endpoint's client (limits, retries, structured replies).
-        prompts: the prompt library (shipped prompts and user overrides).
-        model: the model name on the endpoint.
-        timeout_s: each judge's timeout; ``None`` takes the answer evaluator's default.
-    """
-    return [
-        LLMJudge(name, f"{name.split('-')[0]}_judge", client, prompts, model, timeout_s=timeout_s)
-        for name in (RELEVANCE_JUDGE, FAITHFULNESS_JUDGE, COHERENCE_JUDGE)
-    ]
 
 
 def _topic_overlap(a: frozenset[str], b: frozenset[str]) -> float:

@@ -12,7 +12,15 @@ plus the verification agent, per claim. Either way the decontextualization agent
 claim's nearest utterances from the ``vector_search_utterances`` tool when its role has it.
 
 A failed or unreadable evaluation gives ``None`` scores and a status saying why; it is never 0 and
-never cached, so it is retried on the next run.
+never cached, so it is retried on the next run. Each block is extracted on its own: one that fails
+(an unreadable reply, a prompt the model refuses as too long) fails alone.
+
+Prompts fit the model's context when its size is known (``model.llm.context_tokens``, or what the
+server said): the neighbouring blocks are cut first (all to half the longest one's length, again
+and again), then dropped, and only then the block itself; every cut is marked with
+:data:`CUT_MARKER` so the model sees it.
+Extracted texts that repeat the prompt's scaffolding (``<untrusted kind=``, ``claim_1``) are
+dropped: they are the model echoing its instructions, not claims.
 """
 
 from __future__ import annotations
@@ -27,10 +35,18 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from aclarai.agents.base import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
+from aclarai.agents.base import (
+    UNAVAILABLE_STATUS,
+    Claim,
+    ClaimExtractor,
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    Score,
+)
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm_client import InputTooLong, LLMClient, estimate_tokens
 from aclarai.agents.llm_schemas import (
     ENTAILMENT_VALUES,
     CombinedItem,
@@ -43,7 +59,7 @@ from aclarai.agents.llm_schemas import (
     SelectionOut,
     UnparseableOutput,
 )
-from aclarai.agents.prompts import PromptLibrary, delimit, delimit_all
+from aclarai.agents.prompts import Message, PromptLibrary, delimit, delimit_all, echoes_scaffolding
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
@@ -55,6 +71,9 @@ Mode = Literal["combined", "per_agent"]
 EXTRACTION_STAGES = ("claimify_selection", "claimify_disambiguation", "claimify_decomposition")
 PER_AGENT_PROMPTS = ("entailment", "coverage", "decontextualization", "verification")
 DECONTEXTUALIZATION_ROLE = "decontextualization_agent"
+CUT_MARKER = "[... cut here to fit the model's context]"
+_SHORTEST_NEIGHBOUR = 80
+"""A neighbour cut below this many characters says nothing: the neighbours are dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +95,9 @@ class RoleModels:
 def failure_status(exc: EvaluationError) -> str:
     """The status recorded for a failed call: the kind of failure, then the message."""
     if isinstance(exc, EvaluatorUnavailable):
-        return f"llm_unavailable: {exc}"
+        return f"{UNAVAILABLE_STATUS}: {exc}"
+    if isinstance(exc, InputTooLong):
+        return f"input too long: {exc}"
     if isinstance(exc, UnparseableOutput):
         return f"unparseable_output: {exc}"
     return f"llm_error: {exc}"
@@ -88,6 +109,65 @@ def _nonblank(texts: Sequence[str]) -> list[str]:
 
 def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
+
+
+def _cut(text: str, chars: int) -> str:
+    """``text`` cut to about ``chars`` characters at a word boundary, the cut marked."""
+    if len(text) <= chars:
+        return text
+    head = text[: max(chars, 0)]
+    space = head.rfind(" ")
+    if space > chars // 2:
+        head = head[:space]
+    return f"{head.rstrip()} {CUT_MARKER}".lstrip()
+
+
+def fit_prompt(
+    render: Callable[[list[str], str], list[Message]],
+    neighbours: Sequence[str],
+    main: str,
+    budget_tokens: int | None,
+) -> tuple[list[str], str]:
+    """``neighbours`` and ``main`` cut so that ``render(neighbours, main)`` fits the budget.
+
+    Neighbours go first: all of them are cut to half the longest one's length, again and again,
+    and dropped once that is too short to mean anything; then ``main`` is cut, marked.
+    """
+    kept = list(neighbours)
+    if budget_tokens is None:
+        return kept, main
+
+    def size(texts: list[str], text: str) -> int:
+        return sum(estimate_tokens(m.content) for m in render(texts, text))
+
+    cap = max((len(t) for t in neighbours), default=0)
+    while kept and size(kept, main) > budget_tokens:
+        cap //= 2
+        kept = [_cut(t, cap) for t in neighbours] if cap >= _SHORTEST_NEIGHBOUR else []
+    if size(kept, main) <= budget_tokens:
+        return kept, main
+    # The longest cut that fits, by bisection: the text may appear more than once in a prompt.
+    low, high = 0, len(main)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(kept, _cut(main, middle)) <= budget_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return kept, _cut(main, low)
+
+
+def _refitting(client: LLMClient, attempt: Callable[[], R]) -> R:
+    """``attempt()``, and once more if it was refused as too long and that taught the client a
+    smaller context than the prompt was fitted to (the prompts are fitted again)."""
+    budget = client.prompt_budget_tokens()
+    try:
+        return attempt()
+    except InputTooLong:
+        if client.prompt_budget_tokens() in (None, budget):
+            raise
+        logger.info("prompt refused as too long; fitting it to %s tokens", client.context_tokens)
+        return attempt()
 
 
 def _run_all(
@@ -116,9 +196,9 @@ class LLMClaimExtractor(ClaimExtractor):
         prompts: the prompt library (shipped prompts by default).
         cache: unchanged blocks cost nothing when given.
 
-    ``extract_batch`` raises the first :class:`EvaluationError` after every block was tried (the
-    others are cached by then), so that a block is never recorded as having no claims because its
-    extraction failed.
+    :meth:`extract_each` gives each block its claims or its own error; ``extract_batch`` raises
+    the first error after every block was tried (the others are cached by then), so that a block
+    is never recorded as having no claims because its extraction failed.
     """
 
     name = "llm-claimify"
@@ -143,8 +223,13 @@ class LLMClaimExtractor(ClaimExtractor):
         ]
         self.version = _short_hash(*self._prompt_keys)
 
+    def extract_each(
+        self, inputs: Sequence[ExtractionInput]
+    ) -> list[list[Claim] | EvaluationError]:
+        return _run_all(self._extract, inputs, self._client.settings.max_concurrency)
+
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
-        outcomes = _run_all(self._extract, inputs, self._client.settings.max_concurrency)
+        outcomes = self.extract_each(inputs)
         for outcome in outcomes:
             if isinstance(outcome, EvaluationError):
                 raise outcome
@@ -167,18 +252,45 @@ class LLMClaimExtractor(ClaimExtractor):
             self._client.usage.add(cache_hits=1)
             texts = [str(t) for t in stored]
         else:
-            texts = self._run_stages(item)
+            texts = _refitting(self._client, lambda: self._run_stages(item))
             if self._cache is not None:
                 self._cache.put(key, texts)
-        unique = list(dict.fromkeys(_nonblank(texts)))
+        unique = list(dict.fromkeys(t for t in _nonblank(texts) if not echoes_scaffolding(t)))
         return [Claim(make_claim_id(block.block_id, t), block.block_id, t) for t in unique]
 
+    def _window(self, item: ExtractionInput) -> dict[str, str]:
+        """The window's prompt fields, fitted to the model's context (see the module docstring).
+
+        The fit is measured on the disambiguation prompt with the whole block as its selected
+        sentences, the largest of the three stages can get.
+        """
+        split = len(item.before)
+
+        def fields(texts: list[str], block: str) -> dict[str, str]:
+            return {
+                "before": delimit_all("context_before", texts[:split]),
+                "block": delimit("target_block", block),
+                "after": delimit_all("context_after", texts[split:]),
+            }
+
+        def render(texts: list[str], block: str) -> list[Message]:
+            selected = delimit_all("selected_sentence", [block])
+            return self._disambiguation.render(**fields(texts, block), selected=selected)
+
+        neighbours = [u.text for u in (*item.before, *item.after)]
+        kept, block = fit_prompt(
+            render, neighbours, item.block.text, self._client.prompt_budget_tokens()
+        )
+        if block != item.block.text:
+            logger.warning(
+                "block %s: cut to fit the model's context of %s tokens",
+                item.block.block_id,
+                self._client.context_tokens,
+            )
+        return fields(kept, block)
+
     def _run_stages(self, item: ExtractionInput) -> list[str]:
-        window = {
-            "before": delimit_all("context_before", [u.text for u in item.before]),
-            "block": delimit("target_block", item.block.text),
-            "after": delimit_all("context_after", [u.text for u in item.after]),
-        }
+        window = self._window(item)
         selection = self._client.complete_json(
             self._model, self._selection.render(**window), SelectionOut
         )
@@ -319,17 +431,27 @@ class LLMEvaluator(Evaluator):
         return delimit_all("similar_utterance", texts)
 
     def _score_group(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:
+        return _refitting(self._client, lambda: self._score_group_once(group))
+
+    def _score_group_once(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:
         source = group[0][1]
         claims = "\n\n".join(
             f"Claim c{n}:\n{delimit('claim', item.claim, id=f'c{n}')}\n"
             f"Utterances most similar to claim c{n}:\n{self._similar(item)}"
             for n, (_, item) in enumerate(group, 1)
         )
-        messages = self._prompts["combined"].render(
-            source=delimit("source", source.source),
-            context=delimit_all("context", list(source.context)),
-            claims=claims,
+
+        def render(context: list[str], text: str) -> list[Message]:
+            return self._prompts["combined"].render(
+                source=delimit("source", text),
+                context=delimit_all("context", context),
+                claims=claims,
+            )
+
+        context, text = fit_prompt(
+            render, source.context, source.source, self._client.prompt_budget_tokens()
         )
+        messages = render(context, text)
         return self._client.complete_json(self._models.default, messages, CombinedOut)
 
     def _group_scores(

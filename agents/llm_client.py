@@ -5,10 +5,22 @@ library's own retries switched off, because retrying is done here, once, with ru
 only transient failures (timeouts, connection errors, 429 honouring ``Retry-After``, 5xx) are
 retried, with exponential backoff and jitter, up to ``max_attempts``. Every attempt first waits for
 the endpoint's rate limit (requests per minute) and a concurrency slot, and has its own timeout.
+The concurrency limit adapts: halved when a call times out or is answered 429 (a server with
+fewer slots than we send queues the rest), raised by one after a run of quick calls.
+
+Structured replies carry their pydantic schema. Each endpoint is asked first with
+``response_format`` ``json_schema`` (OpenAI, vLLM, Ollama and llama.cpp's server constrain
+decoding to it), then, if it answers that it does not support that format, with ``json_object``
+and the schema in the prompt, then as plain text with the schema in the prompt. The step down
+happens on that answer only (never on, say, a context-length error) and is remembered by the
+client and, given a ``state_path``, by every client of that endpoint after it (the daemon keeps
+the file in its state folder); so is the context size the server reports in a context-length
+error.
 
 Foreign exceptions stop here: :func:`translate_error` turns them into
 :class:`~aclarai.parsers.EvaluatorUnavailable` (transient) or
-:class:`~aclarai.parsers.EvaluationError`, the original kept as ``__cause__``.
+:class:`~aclarai.parsers.EvaluationError` (:class:`InputTooLong` for a context-length refusal),
+the original kept as ``__cause__``.
 """
 
 from __future__ import annotations
@@ -16,20 +28,36 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import functools
+import json
 import logging
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_attempt,
+)
 from tenacity.wait import wait_exponential_jitter
 
-from aclarai.agents.llm_limits import RateLimiter, UsageCounters
-from aclarai.agents.llm_schemas import T, UnparseableOutput, parse_json_output
+from aclarai.agents.llm_limits import AdaptiveLimit, EndpointHealth, RateLimiter, UsageCounters
+from aclarai.agents.llm_schemas import (
+    T,
+    UnparseableOutput,
+    json_schema_format,
+    parse_json_output,
+    schema_hint,
+)
 from aclarai.agents.prompts import Message
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
 
@@ -42,6 +70,20 @@ logger = logging.getLogger(__name__)
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 300.0
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
+OutputMode = Literal["json_schema", "json_object", "text"]
+OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "text")
+CHARS_PER_TOKEN = 3.0
+"""A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",  # OpenAI's error code
+    "exceed_context_size_error",  # llama.cpp's error type
+    "maximum context length",  # OpenAI, vLLM
+    "exceeds the available context size",  # llama.cpp
+    "context window",
+    "prompt is too long",
+)
+_CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
+_FORMAT_MARKERS = ("response_format", "response format", "json_schema", "json_object", "json mode")
 _REPAIR = (
     "Your previous reply could not be used: {error}. Reply again with only the JSON object "
     "in the format you were given, with no other text."
@@ -58,6 +100,7 @@ class LLMSettingsLike(Protocol):
     requests_per_minute: int
     max_concurrency: int
     json_mode: bool
+    context_tokens: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +114,9 @@ class EndpointSettings:
     requests_per_minute: int = 600
     max_concurrency: int = 4
     json_mode: bool = True
+    """``False`` starts the endpoint in plain-text mode (the schema goes in the prompt)."""
+    context_tokens: int | None = None
+    """The model's context window in tokens; ``None``: what the server says, else unlimited."""
     max_attempts: int = 3
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
@@ -86,8 +132,21 @@ class EndpointSettings:
             requests_per_minute=llm.requests_per_minute,
             max_concurrency=llm.max_concurrency,
             json_mode=llm.json_mode,
+            context_tokens=llm.context_tokens,
             max_attempts=max_attempts,
         )
+
+
+class InputTooLong(EvaluationError):
+    """The request does not fit the model's context window: it alone fails, nothing is retried."""
+
+    def __init__(self, message: str, *, context_tokens: int | None = None):
+        super().__init__(message)
+        self.context_tokens = context_tokens
+
+
+class CallCancelled(EvaluatorUnavailable):
+    """The call was abandoned because the process is stopping; the work stays queued."""
 
 
 def retry_after_s(response: httpx.Response | None) -> float | None:
@@ -128,6 +187,11 @@ def translate_error(exc: BaseException) -> EvaluationError:
         return EvaluatorUnavailable(f"cannot reach the model endpoint: {exc}")
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
+        if status in (400, 413) and _says(exc, _CONTEXT_MARKERS):
+            return InputTooLong(
+                f"the prompt does not fit the model's context (HTTP {status}): {exc.message}",
+                context_tokens=_context_size(exc),
+            )
         if status in _TRANSIENT_STATUS or status >= 500:
             return EvaluatorUnavailable(
                 f"model endpoint answered HTTP {status}: {exc.message}",
@@ -135,6 +199,82 @@ def translate_error(exc: BaseException) -> EvaluationError:
             )
         return EvaluationError(f"model endpoint refused the request (HTTP {status}): {exc.message}")
     return EvaluationError(f"model call failed: {type(exc).__name__}: {exc}")
+
+
+def refuses_response_format(exc: BaseException | None) -> bool:
+    """Whether a refusal says the endpoint does not support the ``response_format`` we sent."""
+    import openai
+
+    return (
+        isinstance(exc, openai.APIStatusError)
+        and exc.status_code in (400, 422, 501)
+        and _says(exc, _FORMAT_MARKERS)
+        and not _says(exc, _CONTEXT_MARKERS)
+    )
+
+
+def _says(exc: openai.APIStatusError, markers: Sequence[str]) -> bool:
+    said = " ".join(
+        str(part) for part in (exc.message, exc.code, exc.type, exc.body) if part
+    ).lower()
+    return any(marker in said for marker in markers)
+
+
+def _context_size(exc: openai.APIStatusError) -> int | None:
+    """The context size an error names: llama.cpp's ``n_ctx`` field, or OpenAI's wording."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("n_ctx"), int):
+        return int(body["n_ctx"])
+    found = _CONTEXT_SIZE.search(exc.message or "")
+    return int(found.group(1)) if found else None
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` may take, erring high (no tokenizer is loaded for a remote model)."""
+    return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
+@dataclass(slots=True)
+class _EndpointMemory:
+    """What an endpoint taught us: the output mode it accepts and its context size."""
+
+    mode: OutputMode = "json_schema"
+    context_tokens: int | None = None
+
+
+def _load_memory(state_path: Path | None) -> dict[str, _EndpointMemory]:
+    if state_path is None:
+        return {}
+    try:
+        raw = json.loads(state_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    memory: dict[str, _EndpointMemory] = {}
+    for base, entry in raw.items() if isinstance(raw, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        mode = entry.get("mode")
+        size = entry.get("context_tokens")
+        memory[base] = _EndpointMemory(
+            mode if mode in OUTPUT_MODES else "json_schema",
+            size if isinstance(size, int) and size > 0 else None,
+        )
+    return memory
+
+
+def _save_memory(state_path: Path, api_base: str, memory: _EndpointMemory) -> None:
+    known = {
+        base: {"mode": m.mode, "context_tokens": m.context_tokens}
+        for base, m in _load_memory(state_path).items()
+    }
+    known[api_base] = {"mode": memory.mode, "context_tokens": memory.context_tokens}
+    temp = state_path.with_name(f".{state_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        state_path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+        temp.replace(state_path)
+    except OSError as exc:
+        logger.warning("cannot remember what endpoint %s supports: %s", api_base, exc)
 
 
 class LLMClient:
@@ -145,6 +285,8 @@ class LLMClient:
         api_key: the key's value (the daemon reads it from the environment); ``None`` sends a
             placeholder, which local servers accept.
         usage: counters to add to; a fresh set by default (see :attr:`usage`).
+        state_path: a JSON file remembering, per endpoint, the output mode it accepts and its
+            context size; ``None`` remembers them for this client only.
     """
 
     def __init__(
@@ -153,6 +295,7 @@ class LLMClient:
         *,
         api_key: str | None = None,
         usage: UsageCounters | None = None,
+        state_path: Path | None = None,
     ) -> None:
         self.settings = settings
         self.usage = usage if usage is not None else UsageCounters()
@@ -160,8 +303,13 @@ class LLMClient:
         self._api_base = settings.api_base or DEFAULT_API_BASE
         self._http = httpx.Client(timeout=settings.timeout_s)
         self._limiter = RateLimiter(settings.requests_per_minute, 60.0)
-        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
-        self._json_mode = settings.json_mode
+        self.concurrency = AdaptiveLimit(settings.max_concurrency)
+        self.health = EndpointHealth(self._api_base, logger)
+        self._state_path = state_path
+        self._memory = _load_memory(state_path).get(self._api_base, _EndpointMemory())
+        self._memory_lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._asked_server = False
         self._llms: dict[str, OpenAILike] = {}
         self._llms_lock = threading.Lock()
         self._embedder: openai.OpenAI | None = None
@@ -170,6 +318,27 @@ class LLMClient:
     def endpoint(self) -> str:
         """The base URL calls go to (for ``aclarai status``)."""
         return self._api_base
+
+    @property
+    def output_mode(self) -> OutputMode:
+        """How structured replies are asked for now (see the module docstring)."""
+        return self._memory.mode if self.settings.json_mode else "text"
+
+    @property
+    def context_tokens(self) -> int | None:
+        """The model's context window: configured, else learned from the server, else unknown."""
+        return self.settings.context_tokens or self._memory.context_tokens
+
+    def prompt_budget_tokens(self) -> int | None:
+        """Tokens a prompt may take so that the reply still fits; ``None`` when unlimited."""
+        window = self.context_tokens
+        if window is None:
+            return None
+        return max(window - self.settings.max_tokens - 64, window // 4)
+
+    def cancel(self) -> None:
+        """Abandon calls in flight and refuse new ones (:class:`CallCancelled`): shutting down."""
+        self._cancelled.set()
 
     def complete_json(
         self,
@@ -183,11 +352,12 @@ class LLMClient:
 
         Raises:
             EvaluatorUnavailable: the endpoint stayed unreachable through every retry.
+            InputTooLong: the prompt does not fit the model's context.
             UnparseableOutput: the reply and the repaired reply both failed to validate.
             EvaluationError: the endpoint refused the request.
         """
         with self._counting_failures():
-            text = self._chat(model, messages, json_reply=True, timeout_s=timeout_s)
+            text = self._chat(model, messages, schema, timeout_s)
             try:
                 return parse_json_output(text, schema)
             except UnparseableOutput as first:
@@ -199,7 +369,7 @@ class LLMClient:
                     Message("assistant", text),
                     Message("user", _REPAIR.format(error=first)),
                 ]
-                text = self._chat(model, repair, json_reply=True, timeout_s=timeout_s)
+                text = self._chat(model, repair, schema, timeout_s)
                 return parse_json_output(text, schema)
 
     def complete_text(
@@ -207,7 +377,7 @@ class LLMClient:
     ) -> str:
         """The model's reply as plain text (for formats that are not JSON)."""
         with self._counting_failures():
-            return self._chat(model, messages, json_reply=False, timeout_s=timeout_s)
+            return self._chat(model, messages, None, timeout_s)
 
     def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """Embedding vectors for ``texts``, in order, from the endpoint's ``/embeddings``."""
@@ -252,44 +422,104 @@ class LLMClient:
         self,
         model: str,
         messages: Sequence[Message],
-        *,
-        json_reply: bool,
+        schema: type[T] | None,
         timeout_s: float | None,
     ) -> str:
         llm = self._llm(model)
+        self._ask_server_once()
+        while True:
+            mode = self.output_mode if schema is not None else "text"
+            sent = list(messages)
+            kwargs: dict[str, Any] = {}
+            if schema is not None and mode == "json_schema":
+                kwargs["response_format"] = json_schema_format(schema)
+            else:
+                if schema is not None:
+                    sent = _with_hint(sent, schema_hint(schema))
+                if mode == "json_object":
+                    kwargs["response_format"] = {"type": "json_object"}
+            try:
+                return self._guarded(functools.partial(self._call, llm, sent, kwargs), timeout_s)
+            except InputTooLong as exc:
+                self._learn_context(exc.context_tokens)
+                raise
+            except EvaluationError as exc:
+                if mode == "text" or not refuses_response_format(exc.__cause__):
+                    raise
+                self._step_down(mode, exc)
+
+    def _call(
+        self, llm: OpenAILike, messages: list[Message], kwargs: dict[str, Any], timeout: float
+    ) -> str:
         # llama-index takes seconds to import: only a process that really calls a model pays it.
         from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-        chat_messages = [ChatMessage(role=MessageRole(m.role), content=m.content) for m in messages]
+        chat = [ChatMessage(role=MessageRole(m.role), content=m.content) for m in messages]
+        response = llm.chat(chat, timeout=timeout, **kwargs)
+        counts = response.additional_kwargs or {}
+        self.usage.add(
+            prompt_tokens=int(counts.get("prompt_tokens", 0) or 0),
+            completion_tokens=int(counts.get("completion_tokens", 0) or 0),
+        )
+        return response.message.content or ""
 
-        def call(json_mode: bool, timeout: float) -> str:
-            kwargs: dict[str, Any] = {"timeout": timeout}
-            if json_mode:
-                kwargs["response_format"] = {"type": "json_object"}
-            response = llm.chat(chat_messages, **kwargs)
-            counts = response.additional_kwargs or {}
-            self.usage.add(
-                prompt_tokens=int(counts.get("prompt_tokens", 0) or 0),
-                completion_tokens=int(counts.get("completion_tokens", 0) or 0),
-            )
-            return response.message.content or ""
-
-        json_mode = json_reply and self._json_mode
+    def _ask_server_once(self) -> None:
+        """Read what the server publishes about itself, once: llama.cpp's ``/props`` gives its
+        context size (``n_ctx``) and how many requests it serves at once (``total_slots``).
+        Other servers answer 404 and are left to the context-length errors and the adaptive
+        limit; an unreachable one is asked again on the next call."""
+        with self._memory_lock:
+            if self._asked_server:
+                return
+        root = self._api_base.rstrip("/").removesuffix("/v1")
         try:
-            return self._guarded(functools.partial(call, json_mode), timeout_s)
-        except EvaluationError as exc:
-            import openai
+            reply = self._http.get(f"{root}/props", timeout=min(5.0, self.settings.timeout_s))
+            props = reply.json() if reply.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return
+        with self._memory_lock:
+            self._asked_server = True
+        if not isinstance(props, dict):
+            return
+        defaults = props.get("default_generation_settings")
+        n_ctx = defaults.get("n_ctx") if isinstance(defaults, dict) else None
+        if isinstance(n_ctx, int) and n_ctx > 0:
+            self._learn_context(n_ctx)
+        slots = props.get("total_slots")
+        if isinstance(slots, int) and 0 < slots < self.concurrency.maximum:
+            logger.info("endpoint %s serves %d request(s) at once", self._api_base, slots)
+            self.concurrency.cap(slots)
 
-            if not (json_mode and isinstance(exc.__cause__, openai.BadRequestError)):
-                raise
-            # Many local servers reject response_format; tolerant parsing covers them.
-            logger.warning(
-                "endpoint %s refused JSON mode (%s); parsing free-form replies instead",
-                self._api_base,
-                exc,
-            )
-            self._json_mode = False
-            return self._guarded(functools.partial(call, False), timeout_s)
+    def _step_down(self, refused: OutputMode, exc: EvaluationError) -> None:
+        """The endpoint refused ``refused``: use the next mode from now on, and remember it."""
+        with self._memory_lock:
+            if self._memory.mode != refused:
+                return  # another thread stepped down already
+            self._memory.mode = OUTPUT_MODES[OUTPUT_MODES.index(refused) + 1]
+            mode = self._memory.mode
+        logger.warning(
+            "endpoint %s does not accept response_format %s (%s); asking with %s from now on",
+            self._api_base,
+            refused,
+            exc,
+            "json_object and the schema in the prompt"
+            if mode == "json_object"
+            else "the schema in the prompt and tolerant parsing",
+        )
+        self._remember()
+
+    def _learn_context(self, tokens: int | None) -> None:
+        if tokens is None or tokens == self._memory.context_tokens:
+            return
+        with self._memory_lock:
+            self._memory.context_tokens = tokens
+        logger.info("endpoint %s: the model's context is %d tokens", self._api_base, tokens)
+        self._remember()
+
+    def _remember(self) -> None:
+        if self._state_path is not None:
+            with self._memory_lock:
+                _save_memory(self._state_path, self._api_base, self._memory)
 
     def _guarded(self, call: Callable[[float], Any], timeout_s: float | None) -> Any:
         """Run ``call`` under the rate limit and a concurrency slot, retrying transient errors."""
@@ -320,21 +550,76 @@ class LLMClient:
         retrying = Retrying(
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=wait,
-            retry=retry_if_exception_type(EvaluatorUnavailable),
+            retry=retry_if_exception_type(EvaluatorUnavailable)
+            & retry_if_not_exception_type(CallCancelled),
+            sleep=self._sleep,
             before_sleep=before_sleep,
             reraise=True,
         )
-        return retrying(self._attempt, call, timeout)
+        try:
+            result = retrying(self._attempt, call, timeout)
+        except CallCancelled:
+            raise
+        except EvaluatorUnavailable as exc:
+            self.health.failed(exc)
+            raise
+        self.health.answered()
+        return result
+
+    def _sleep(self, seconds: float) -> None:
+        if self._cancelled.wait(seconds):
+            raise CallCancelled("model call abandoned: stopping")
 
     def _attempt(self, call: Callable[[float], Any], timeout: float) -> Any:
         self._limiter.acquire()
-        with self._slots:
+        self.concurrency.acquire()
+        try:
             self.usage.add(calls=1)
+            started = time.monotonic()
             try:
-                return call(timeout)
+                result = self._interruptible(call, timeout)
+            except CallCancelled:
+                raise
             except Exception as exc:
                 # The edge of the foreign stack: whatever it raises, callers see our errors.
-                raise translate_error(exc) from exc
+                error = translate_error(exc)
+                if _overloaded(exc):
+                    self.concurrency.overloaded()
+                elif not isinstance(error, EvaluatorUnavailable):
+                    self.health.answered()
+                raise error from exc
+            self.concurrency.finished(time.monotonic() - started, timeout)
+            return result
+        finally:
+            self.concurrency.release()
+
+    def _interruptible(self, call: Callable[[float], Any], timeout: float) -> Any:
+        """``call`` on a helper thread, so that :meth:`cancel` frees the caller at once.
+
+        A blocked socket read cannot be interrupted from another thread; the helper is left to
+        finish or time out on its own (it is a daemon thread and holds nothing of ours).
+        """
+        if self._cancelled.is_set():
+            raise CallCancelled("model call not started: stopping")
+        outcome: list[Any] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome.append((True, call(timeout)))
+            except BaseException as exc:  # handed over to the caller's thread
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="aclarai-llm-call", daemon=True).start()
+        while not done.wait(0.05):
+            if self._cancelled.is_set():
+                raise CallCancelled("model call abandoned: stopping")
+        ok, value = outcome[0]
+        if ok:
+            return value
+        raise value
 
     def _llm(self, model: str) -> OpenAILike:
         from llama_index.llms.openai_like import OpenAILike
@@ -368,3 +653,24 @@ class LLMClient:
                     http_client=self._http,
                 )
             return self._embedder
+
+
+def _with_hint(messages: list[Message], hint: str) -> list[Message]:
+    """``messages`` with ``hint`` closing the system message (one is added if there is none)."""
+    for i, message in enumerate(messages):
+        if message.role == "system":
+            return [
+                *messages[:i],
+                Message("system", f"{message.content}\n\n{hint}"),
+                *messages[i + 1 :],
+            ]
+    return [Message("system", hint), *messages]
+
+
+def _overloaded(exc: BaseException) -> bool:
+    """A timeout or a 429: the server has more requests than it can take at once."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code == 429

@@ -1,7 +1,8 @@
-"""What an endpoint may spend (a rate limit) and what it has spent (usage counters)."""
+"""An endpoint's limits (rate, adaptive concurrency), its usage counters, and whether it answers."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -76,3 +77,120 @@ class RateLimiter:
                 delay = self._starts[0] + self._period_s - now
             self._sleep(delay)
             waited += delay
+
+
+class AdaptiveLimit:
+    """A concurrency limit that follows what the server can take, between 1 and ``maximum``.
+
+    A server with fewer slots than we send queues the extra requests, so they time out or come
+    back as 429: each such overload halves the limit. Calls that come back in well under their
+    timeout add up, and after ``limit`` of them in a row the limit grows by one (slow start's
+    additive half), so one quick burst does not undo a cut.
+    """
+
+    def __init__(self, maximum: int, *, quick_fraction: float = 0.25) -> None:
+        if maximum < 1:
+            raise ValueError("maximum must be >= 1")
+        self.maximum = maximum
+        self._limit = maximum
+        self._active = 0
+        self._quick_streak = 0
+        self._quick_fraction = quick_fraction
+        self._changed = threading.Condition()
+
+    @property
+    def limit(self) -> int:
+        """Calls allowed in flight now."""
+        with self._changed:
+            return self._limit
+
+    def acquire(self) -> None:
+        """Block until a call may start."""
+        with self._changed:
+            while self._active >= self._limit:
+                self._changed.wait()
+            self._active += 1
+
+    def release(self) -> None:
+        """A call ended (however it ended)."""
+        with self._changed:
+            self._active -= 1
+            self._changed.notify_all()
+
+    def cap(self, maximum: int) -> None:
+        """Never allow more than ``maximum`` (what the server says it can serve) from now on."""
+        with self._changed:
+            self.maximum = max(1, min(self.maximum, maximum))
+            self._limit = min(self._limit, self.maximum)
+
+    def overloaded(self) -> None:
+        """A call timed out or was answered 429: halve the limit."""
+        with self._changed:
+            self._quick_streak = 0
+            self._limit = max(1, self._limit // 2)
+
+    def finished(self, elapsed_s: float, timeout_s: float) -> None:
+        """A call succeeded after ``elapsed_s`` of its ``timeout_s``."""
+        with self._changed:
+            if elapsed_s > timeout_s * self._quick_fraction:
+                self._quick_streak = 0
+                return
+            self._quick_streak += 1
+            if self._quick_streak >= self._limit and self._limit < self.maximum:
+                self._limit += 1
+                self._quick_streak = 0
+                self._changed.notify_all()
+
+
+class EndpointHealth:
+    """Whether an endpoint answers: one log line when it goes away and one when it comes back.
+
+    Args:
+        endpoint: the base URL, for the log lines.
+        log: where the two lines go.
+        clock: wall-clock seconds (``down_since`` is shown by ``aclarai status``).
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        log: logging.Logger,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._endpoint = endpoint
+        self._log = log
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.down_since: float | None = None
+        """When the endpoint stopped answering; ``None`` while it answers."""
+        self.last_error: str | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def failed(self, error: BaseException) -> None:
+        """A call gave up because the endpoint could not be reached."""
+        with self._lock:
+            self.last_error = str(error)
+            if self.down_since is not None:
+                return
+            self.down_since = self._clock()
+        self._log.warning(
+            "model endpoint %s is unreachable (%s); work stays queued and is retried with backoff",
+            self._endpoint,
+            error,
+        )
+
+    def answered(self) -> None:
+        """The endpoint answered a call."""
+        with self._lock:
+            since = self.down_since
+            if since is None:
+                return
+            self.down_since = None
+            self.last_error = None
+        self._log.warning(
+            "model endpoint %s is back after %.0f s", self._endpoint, self._clock() - since
+        )

@@ -8,9 +8,10 @@ does not throw away a whole reply.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -117,6 +118,56 @@ def parse_json_output(text: str, schema: type[T]) -> T:
                 last_error = _short_validation_error(exc)
                 break
     raise UnparseableOutput(f"reply is not a valid {schema.__name__}: {last_error}")
+
+
+@functools.cache
+def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """The ``response_format`` that asks a server to decode ``schema`` and nothing else.
+
+    The shape llama-index gives ``OpenAILike`` for structured output (OpenAI's ``json_schema``,
+    which vLLM, Ollama and llama.cpp's server also read): a strict schema in which every object
+    lists all its properties as required and forbids others. Keywords OpenAI's strict mode
+    refuses (string lengths, defaults, titles) are left out; the reply is validated by the
+    pydantic model anyway.
+    """
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__),
+            "schema": _strict(schema.model_json_schema()),
+            "strict": True,
+        },
+    }
+
+
+@functools.cache
+def schema_hint(schema: type[BaseModel]) -> str:
+    """The schema as prompt text, for servers that cannot be given it as ``response_format``."""
+    body = json.dumps(json_schema_format(schema)["json_schema"]["schema"], separators=(",", ":"))
+    return f"Reply with only one JSON object that validates against this JSON Schema: {body}"
+
+
+_DROPPED_KEYWORDS = frozenset({"title", "default", "minLength", "maxLength", "description"})
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {
+        key: (
+            {name: _strict(sub) for name, sub in value.items()}
+            if key in ("properties", "$defs")
+            else _strict(value)
+        )
+        for key, value in node.items()
+        if key not in _DROPPED_KEYWORDS
+    }
+    if out.get("type") == "object" and "properties" in out:
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
+    return out
 
 
 def _short_validation_error(exc: ValidationError) -> str:

@@ -1,22 +1,31 @@
 """Cheap lexical features of a (claim, source) pair for the offline entailment model.
 
-Everything here is pure and deterministic: content-word overlap in both directions, bigram and
-trigram overlap and the order of matched words (PAWS-style swaps keep every word but break word
-pairs and word order), numbers and capitalised names of the claim missing from the source,
-negation mismatch against the best-aligned source sentence, and a character 4-gram containment
-that stands in for an embedding similarity without any downloaded weights.
+Everything here is pure and deterministic: content-word overlap in both directions (plain, and
+weighted by rarity, so that "Frankfurt" counts more than "said"), bigram and trigram overlap and
+the order of matched words (PAWS-style swaps keep every word but break word pairs and word
+order), numbers and capitalised names of the claim missing from the source, negation mismatch
+against the best-aligned source sentence, and a character 4-gram containment that stands in for
+an embedding similarity without any downloaded weights.
 
-A multi-sentence claim is compared sentence by sentence and the worst sentence counts most,
-because one unsupported sentence makes the whole claim unsupported.
+A multi-sentence claim is compared sentence by sentence, each against its best-aligned source
+sentence, and the sentences are pooled in proportion to their content words: a filler sentence
+("Yes, I love it!") weighs little, a long unsupported one a lot.
+
+Rarity comes from ``offline_wordfreq.json``: Zipf frequencies of common English word stems,
+derived from the ``wordfreq`` package's data (CC-BY-SA 4.0; ``benchmarks/fit_offline.py
+--build-wordfreq`` regenerates it). A stem it does not list counts as rare.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import operator
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from itertools import pairwise
 
 from aclarai.parsers import split_sentences
@@ -28,13 +37,13 @@ def word_set(text: str) -> frozenset[str]:
 
 
 FEATURE_NAMES: tuple[str, ...] = (
-    "content_precision_min",
     "content_precision_mean",
+    "weighted_precision",
     "aligned_recall_mean",
     "bigram_precision_mean",
-    "trigram_precision_min",
-    "order_agreement_min",
-    "chargram_containment_min",
+    "trigram_precision",
+    "order_agreement",
+    "chargram_containment",
     "matched_content_log",
     "unmatched_content_log",
     "unmatched_numbers",
@@ -42,6 +51,11 @@ FEATURE_NAMES: tuple[str, ...] = (
     "negation_mismatch",
 )
 """Names of the values :func:`pair_features` returns, in order (the model's inputs)."""
+FEATURE_SIGNS: dict[str, int] = {
+    name: -1 if name.startswith(("unmatched", "negation")) else 1 for name in FEATURE_NAMES
+}
+"""The sign each feature's weight must have: support features never count against a claim,
+contradiction features never for it."""
 
 STOPWORDS = word_set(
     """
@@ -75,15 +89,14 @@ _CARDINALS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty"
 )
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
 _ORDINALS = (
     "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
 )
 NUMBER_WORDS: dict[str, str] = {
     **{word: str(value) for value, word in enumerate(_CARDINALS.split())},
     **{word: str(value) for value, word in enumerate(_ORDINALS.split()) if value},
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
+    **{word: f"{value}0" for value, word in enumerate(_TENS.split(), 2)},
     "hundred": "100",
     "thousand": "1000",
     "million": "1000000",
@@ -93,6 +106,12 @@ NUMBER_WORDS: dict[str, str] = {
 WORD_PATTERN = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+|(?<=\d)[:,]\d+)*")
 """A word: letters and digits, with inner apostrophes, dots and hyphens ("don't", "v2.3"), and
 colons or commas between digits ("14:02", "1,200")."""
+_COMPOUND_NUMBER = re.compile(
+    rf"\b({_TENS.replace(' ', '|')})[- ](one|two|three|four|five|six|seven|eight|nine)\b", re.I
+)
+""""forty-seven" and "forty seven", written as "47" before analysis."""
+_YEAR_RANGE = re.compile(r"\b(1[5-9]|20)(\d\d)([-–/])(\d\d)\b")
+"""A short year range ("2018–19"), written out in full ("2018–2019") before analysis."""
 _DIGITS = re.compile(r"\d+(?:[.:,]\d+)*")
 _VOWEL = re.compile(r"[aeiouy]")
 _SUFFIXES = ("ation", "ment", "ing", "ed", "ly")
@@ -106,6 +125,9 @@ _CLAUSE = re.compile(
     r"[,;:](?=\s)|[()\[\]—–]|\b(?:a(?:nd|lthough|s if)|b(?:ut|ecause)|though|wh(?:ereas|ile))\b",
     re.I,
 )
+WORDFREQ_RESOURCE = "offline_wordfreq.json"
+_COMMON_ZIPF = 6.0
+"""Words at least this frequent ("the", "said") weigh 1; each Zipf point rarer adds 1."""
 _RESTATES = 0.6
 _CLOSE_PRECISION = 0.8
 _CLOSE_RECALL = 0.75
@@ -129,6 +151,8 @@ class SentenceView:
     negated: frozenset[str]
     """Stems of the content words that follow a negation in its clause."""
     numbers: frozenset[str]
+    names: frozenset[str]
+    """Content stems of title-case words that are not sentence-initial (names, places)."""
     chargrams: frozenset[str]
 
 
@@ -145,9 +169,20 @@ class TextView:
     """Stems of capitalised words that are not sentence-initial (names, places)."""
 
 
+def normalise(text: str) -> str:
+    """Curly apostrophes made straight, "forty-seven" written "47", "2018–19" "2018–2019"."""
+    text = text.replace("’", "'")
+    if "ty" in text:
+        text = _COMPOUND_NUMBER.sub(_compound_number, text)
+    if "-" in text or "–" in text or "/" in text:
+        text = _YEAR_RANGE.sub(r"\1\2\3\1\4", text)
+    return text
+
+
 def analyse(text: str) -> TextView:
     """Analyse a text once, so that several claims can be compared with it cheaply."""
-    parts = [_analyse_sentence(s) for s in split_sentences(text.replace("’", "'")) or [text]]
+    text = normalise(text)
+    parts = [_analyse_sentence(s) for s in split_sentences(text) or [text]]
     if len(parts) == 1:
         return parts[0]
     return TextView(
@@ -191,20 +226,27 @@ def _analyse_sentence(sentence: str) -> TextView:
             negations += len(positions)
             negated.update(lex[1] for lex in part_lexemes[positions[0] :] if lex[1] is not None)
     stems = tuple([lex[0] for lex in lexemes])
-    entities = frozenset(
-        [
-            stems[i]
-            for i in range(1, len(words))
-            if words[i][0].isupper() and lowered[i] not in STOPWORDS
+    # In a shouted sentence ("YES, JAZZ HAS SWING") capitals mark no names.
+    shouted = 2 * sum(map(str.isupper, words)) > len(words) > 2
+    capitalised = (
+        []
+        if shouted
+        else [
+            i for i in range(1, len(words)) if words[i][0].isupper() and lowered[i] not in STOPWORDS
         ]
     )
+    entities = frozenset([stems[i] for i in capitalised])
+    sentence_content = frozenset().union(*clauses)
+    # Acronyms are left out of names: placeholders like "UNK" are not names.
+    names = frozenset([stems[i] for i in capitalised if words[i].istitle()]) & sentence_content
     view = SentenceView(
         stems=stems,
-        content=frozenset().union(*clauses),
+        content=sentence_content,
         clauses=tuple(clauses),
         negations=negations,
         negated=frozenset(negated),
         numbers=frozenset([n for lex in lexemes for n in lex[2]]),
+        names=names,
         chargrams=_chargrams(" ".join(lowered)),
     )
     return TextView(
@@ -222,7 +264,8 @@ def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
     precisions: list[float] = []
     recalls: list[float] = []
     bigram_scores: list[float] = []
-    trigram_scores: list[float] = []
+    trigrams = trigrams_found = 0
+    sizes: list[int] = []
     orders: list[float] = []
     chargram_scores: list[float] = []
     negation_mismatch = 0.0
@@ -234,7 +277,11 @@ def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
         precisions.append(len(sentence.content & source.content) / len(sentence.content))
         recalls.append(aligned_shared / max(len(best.content), 1))
         bigram_scores.append(_ngram_precision(sentence.stems, 2, source.bigrams))
-        trigram_scores.append(_ngram_precision(sentence.stems, 3, source.trigrams))
+        count = len(sentence.stems) - 2
+        if count > 0:
+            trigrams += count
+            trigrams_found += _ngram_hits(sentence.stems, 3, source.trigrams)
+        sizes.append(len(sentence.content))
         orders.append(_order_agreement(sentence, best))
         chargram_scores.append(_containment(sentence.chargrams, best.chargrams))
         aligned = aligned_shared / len(sentence.content)
@@ -243,17 +290,18 @@ def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
             negation_mismatch = 1.0
     if not precisions:
         # Nothing checkable in the claim: no overlap can count in its favour.
-        precisions = recalls = bigram_scores = trigram_scores = chargram_scores = [0.0]
-        orders = [0.5]
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    matched = claim.content & source.content
+    total = sum(sizes)
     return (
-        min(precisions),
         sum(precisions) / len(precisions),
+        _weight(matched) / _weight(claim.content),
         sum(recalls) / len(recalls),
         sum(bigram_scores) / len(bigram_scores),
-        min(trigram_scores),
-        min(orders),
-        min(chargram_scores),
-        math.log1p(len(claim.content & source.content)),
+        trigrams_found / trigrams if trigrams else 0.0,
+        sum(map(operator.mul, orders, sizes)) / total,
+        sum(map(operator.mul, chargram_scores, sizes)) / total,
+        math.log1p(len(matched)),
         math.log1p(len(claim.content - source.content)),
         float(min(len(claim.numbers - source.numbers), 3)),
         float(min(len(claim.entities - source.content), 3)),
@@ -267,7 +315,8 @@ def contradiction(claim: TextView, source: TextView) -> str | None:
     Only near-restatements count, since on looser pairs the aligned sentence is often not the
     one the claim is about: ``"negation"`` when a claim sentence has the content of its aligned
     source sentence but the opposite polarity, ``"number"`` when it swaps a number of that
-    sentence for one the source never mentions.
+    sentence for one the source never mentions, ``"name"`` when it swaps a name the same way
+    ("with Bosch on Monday" against "with Siemens on Monday").
     """
     for sentence in claim.sentences:
         core = _without_numbers(sentence.content)
@@ -277,14 +326,26 @@ def contradiction(claim: TextView, source: TextView) -> str | None:
         # Numbers are left out so that a swapped number still counts as a restatement, and only
         # the source clauses the claim draws on count, so "X and it is stable now" restates X.
         drawn_on = _without_numbers(frozenset().union(*(c for c in best.clauses if c & core)))
-        shared = len(core & best.content)
+        # A name swapped for one the source never mentions still counts as restated.
+        swapped = _swapped_names(sentence.names - source.content, best.names - sentence.content)
+        shared = len(core & best.content) + swapped
         if shared / len(core) < _CLOSE_PRECISION or shared / max(len(drawn_on), 1) < _CLOSE_RECALL:
             continue
         if polarity_flipped(sentence, best):
             return "negation"
         if sentence.numbers - source.numbers and best.numbers - sentence.numbers:
             return "number"
+        # Only a strict swap: every other word of the claim is in the aligned sentence.
+        if swapped and core - best.content <= sentence.names:
+            return "name"
     return None
+
+
+def _swapped_names(added: frozenset[str], dropped: frozenset[str]) -> int:
+    """How many names were swapped; spelling variants ("Fallbeil", "Fall Beil") are no swap."""
+    if any(a in b or b in a for a in added for b in dropped):
+        return 0
+    return min(len(added), len(dropped))
 
 
 def polarity_flipped(claim: SentenceView, source: SentenceView) -> bool:
@@ -302,6 +363,34 @@ def best_aligned(sentence: SentenceView, source: TextView) -> SentenceView:
         if overlap > best_overlap:
             best, best_overlap = candidate, overlap
     return best
+
+
+def _compound_number(match: re.Match[str]) -> str:
+    tens, unit = match.group(1).lower(), match.group(2).lower()
+    return str(int(NUMBER_WORDS[tens]) + int(NUMBER_WORDS[unit]))
+
+
+def _load_rarity() -> dict[str, float]:
+    text = resources.files("aclarai.agents").joinpath(WORDFREQ_RESOURCE).read_text("utf-8")
+    table: dict[str, str] = json.loads(text)["zipf"]
+    return {
+        key: 1.0 + max(0.0, _COMMON_ZIPF - float(zipf))
+        for zipf, keys in table.items()
+        for key in keys.split()
+    }
+
+
+_RARITY = _load_rarity()
+_RAREST = 1.0 + _COMMON_ZIPF
+
+
+def rarity(stemmed: str) -> float:
+    """Weight of a content stem: 1 for the commonest words, up to 7 for ones the table lacks."""
+    return _RARITY.get(stemmed, _RAREST)
+
+
+def _weight(stems: frozenset[str]) -> float:
+    return sum(map(_RARITY.get, stems, itertools.repeat(_RAREST)))
 
 
 @lru_cache(maxsize=65536)
@@ -390,10 +479,12 @@ def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
 
 def _ngram_precision(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, ...]]) -> float:
     count = len(stems) - n + 1
-    if count <= 0:
-        return 0.0
+    return _ngram_hits(stems, n, pool) / count if count > 0 else 0.0
+
+
+def _ngram_hits(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, ...]]) -> int:
     grams = zip(*(stems[i:] for i in range(n)), strict=False)
-    return sum(map(pool.__contains__, grams)) / count
+    return sum(map(pool.__contains__, grams))
 
 
 def _order_agreement(sentence: SentenceView, aligned: SentenceView) -> float:

@@ -36,6 +36,11 @@ DATA_RULE = (
 )
 
 _TAG = re.compile(r"<(/?)untrusted", re.IGNORECASE)
+_SCAFFOLDING = re.compile(
+    r"</?\s*untrusted|\bkind\s*=|\$\{\w+\}|<(?:claim|sentence|rewritten sentence)\b"
+    r"|^\W*(?:claim|sentence|c)[ _-]?\d+\W*$|\bTARGET block\b",
+    re.IGNORECASE,
+)
 _ATTR_VALUE = re.compile(r"^[A-Za-z0-9_.:-]*$")
 _REQUIRED_KEYS = ("version", "system", "user")
 
@@ -111,6 +116,13 @@ def delimit(kind: str, text: str, **attrs: str) -> str:
     safe = _TAG.sub(lambda m: f"‹{m.group(1)}untrusted", text)
     extra = "".join(f' {name}="{value}"' for name, value in attrs.items())
     return f'<untrusted kind="{kind}"{extra}>\n{safe}\n</untrusted>'
+
+
+def echoes_scaffolding(text: str) -> bool:
+    """Whether a model's output repeats the prompt's own scaffolding instead of content: our
+    delimiters (``<untrusted kind=``), template placeholders (``<claim>``, ``${block}``) or the
+    ids we gave (``claim_1``, ``c2``). Small models do; such text is never a claim."""
+    return _SCAFFOLDING.search(text) is not None
 
 
 def delimit_all(kind: str, texts: tuple[str, ...] | list[str], *, empty: str = "(none)") -> str:

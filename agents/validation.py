@@ -1,6 +1,7 @@
 """How far an evaluator agrees with human labels: the statistics behind ``aclarai validate``.
 
-Pure functions over labels and scores; the statistics themselves come from scikit-learn and SciPy.
+Pure functions over labels and scores; the statistics themselves come from scikit-learn and SciPy,
+imported when first needed (they take longer to import than most commands take to run).
 
 - Answer verdicts (``pass`` / ``review`` / ``fail``) against human annotations: agreement rate,
   Cohen's κ, Kendall's τ-b on the order pass > review > fail, and the 3×3 confusion matrix (rows
@@ -18,14 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau
-from sklearn.metrics import (
-    balanced_accuracy_score,
-    cohen_kappa_score,
-    confusion_matrix,
-    roc_auc_score,
-    roc_curve,
-)
 
 VERDICT_ORDER: tuple[str, ...] = ("pass", "review", "fail")
 """Rows and columns of the confusion matrix; also the ordinal scale, best first."""
@@ -72,6 +65,9 @@ def answer_agreement(human: Sequence[str], predicted: Sequence[str]) -> AnswerAg
             raise ValueError(f"unknown verdict {verdict!r}; expected one of {VERDICT_ORDER}")
     if not human:
         return AnswerAgreement(0, 0.0, None, None, _empty_confusion())
+    from scipy.stats import kendalltau
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
     agreement = sum(h == p for h, p in zip(human, predicted, strict=True)) / len(human)
     matrix = confusion_matrix(human, predicted, labels=list(VERDICT_ORDER))
     return AnswerAgreement(
@@ -95,6 +91,8 @@ def claim_agreement(
     failed = len(labels) - len(kept)
     if not kept:
         return ClaimAgreement(len(labels), failed, None, threshold, None, None, None, None)
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
     y = np.array([bool(label) for label, _ in kept])
     p = np.array([float(score) for _, score in kept])
     balanced = float(balanced_accuracy_score(y, p >= threshold))
@@ -118,6 +116,8 @@ def claim_agreement(
 def _best_threshold(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
     # Balanced accuracy is (TPR + TNR) / 2 = (1 + TPR - FPR) / 2: the ROC point with the largest
     # Youden's J gives it, and its threshold is the score to cut at.
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, thresholds = roc_curve(y, p)
     best = int(np.argmax(tpr - fpr))
     threshold = float(min(1.0, thresholds[best]))

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,13 @@ WICE_LABELS: dict[str, str] = {
 }
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 """``../shared/data`` seen from the repository root."""
+DATA_ENV = "ACLARAI_DATA_DIR"
+HOW_TO_GET = (
+    "labelled sets not found in {path}: pass --data DIR or set ACLARAI_DATA_DIR to a folder with "
+    "true/*.csv (TRUE benchmark, github.com/google-research/true), "
+    "wice/oracle_claim_dev.jsonl (github.com/ryokamoi/wice) and halueval_qa_dev.jsonl "
+    "(github.com/RUCAIBox/HaluEval)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,70 @@ def load_halueval(data_dir: Path) -> list[Pair]:
             pairs.append(Pair(source, row["right_answer"], "1"))
             pairs.append(Pair(source, row["hallucinated_answer"], "0"))
     return pairs
+
+
+def data_dir(given: Path | None) -> Path | None:
+    """``--data``, else ``$ACLARAI_DATA_DIR``, else ``../shared/data``; None (and one line on
+    stdout saying how to get the sets) when that folder does not hold them."""
+    chosen = given or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else DEFAULT_DATA)
+    if not (chosen / "true").is_dir():
+        print(HOW_TO_GET.format(path=chosen))
+        return None
+    return chosen
+
+
+def load_halueval_matched(data_dir: Path) -> list[Pair]:
+    """HaluEval with answer length controlled: for every answer length in words, as many right
+    answers as hallucinated ones (the first of each in file order), so that length carries no
+    signal (hallucinated answers are mostly 5 to 20 words, right ones 1 to 3)."""
+    by_length: dict[tuple[int, str], list[Pair]] = defaultdict(list)
+    for pair in load_halueval(data_dir):
+        by_length[len(pair.claim.split()), pair.label].append(pair)
+    kept = []
+    for length in sorted({n for n, _ in by_length}):
+        right, wrong = by_length[length, "1"], by_length[length, "0"]
+        keep = min(len(right), len(wrong))
+        for a, b in zip(right[:keep], wrong[:keep], strict=True):
+            kept += [a, b]
+    return kept
+
+
+def binary_sets(data_dir: Path) -> dict[str, list[Pair]]:
+    """Every labelled set as 0/1 pairs: the six TRUE sets, WiCE (supported against not
+    supported; partially supported left out) and length-matched HaluEval."""
+    sets = {name: load_true(data_dir, name) for name in TRUE_SETS}
+    sets["wice"] = [
+        Pair(p.source, p.claim, "1" if p.label == "supported" else "0")
+        for p in load_wice(data_dir)
+        if p.label != "weakly_supported"
+    ]
+    sets["halueval"] = load_halueval_matched(data_dir)
+    return sets
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def word_overlap(claim: str, source: str, stopwords: frozenset[str]) -> float:
+    """The baseline: share of the claim's distinct non-stopwords (lower-cased) in the source."""
+    words = {w for w in _WORD.findall(claim.lower()) if w not in stopwords}
+    if not words:
+        return 0.0
+    return len(words & set(_WORD.findall(source.lower()))) / len(words)
+
+
+def expected_calibration_error(
+    probabilities: Sequence[float], labels: Sequence[int], bins: int = 10
+) -> float:
+    """Mean gap between confidence and accuracy over equal-width probability bins, weighted by
+    the bins' sizes: 0 when a 0.8 is right 80% of the time."""
+    totals = [[0, 0.0, 0] for _ in range(bins)]
+    for p, y in zip(probabilities, labels, strict=True):
+        slot = totals[min(int(p * bins), bins - 1)]
+        slot[0] += 1
+        slot[1] += p
+        slot[2] += y
+    return sum(abs(s - hits) for _, s, hits in totals) / max(len(labels), 1)
 
 
 def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:

@@ -1,8 +1,19 @@
 """Score quality of an evaluator on the labelled public sets.
 
-    python benchmarks/quality.py --evaluator offline|llm [--data ../shared/data] [--limit N]
+    python benchmarks/quality.py [--protocol loso|shipped] [--evaluator offline|llm]
+                                 [--data DIR] [--limit N]
 
-The LLM evaluator is built exactly as the daemon builds it (``aclarai.daemon.factory``), from the
+``--protocol loso`` (the default) measures the offline scorer honestly, leaving one dataset out:
+each labelled set (the six TRUE sets, WiCE dev supported against not supported, and HaluEval
+with answer length controlled, see ``labelled_data.load_halueval_matched``) takes its turn as
+the held-out set while the model is fitted on the others with ``fit_offline.fit`` (weights,
+calibration and verdict thresholds all come from the fitted sets). The held-out pairs are then
+scored by the real ``OfflineEvaluator`` with those parameters. Per set it prints AUROC, the
+word-overlap baseline's AUROC on the same pairs, balanced accuracy at the calibrated 0.5 and at
+``threshold.claim_quality``, ECE (10 bins) and claims/s on one core; then the means.
+
+``--protocol shipped`` scores every set with the shipped parameters (or the LLM evaluator). The
+LLM evaluator is built exactly as the daemon builds it (``aclarai.daemon.factory``), from the
 configuration (``--config`` or the usual layers) with ``model.backend`` set by ``--evaluator``;
 the offline one needs no configuration and is built directly.
 Prints, per set: AUROC of ``entailed_score``, balanced accuracy at ``threshold.claim_quality``,
@@ -23,19 +34,24 @@ from pathlib import Path
 
 from aclarai.agents import EvalItem, Evaluator, Score
 from aclarai.agents.offline import OfflineEvaluator, load_params
+from aclarai.agents.offline_features import STOPWORDS
 from aclarai.daemon import load_config
 from aclarai.daemon.factory import build_evaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fit_offline import featurise_all, fit, wice_three_way
 from labelled_data import (
-    DEFAULT_DATA,
     TRUE_SETS,
     Pair,
     auroc,
     balanced_accuracy,
+    binary_sets,
+    data_dir,
+    expected_calibration_error,
     load_halueval,
     load_true,
     load_wice,
+    word_overlap,
 )
 
 LENGTH_TOLERANCE = 0.2
@@ -124,18 +140,73 @@ def fitted_sets(evaluator: Evaluator) -> set[str]:
     return set(load_params().get("fitted_on", []))
 
 
+def leave_one_out(data: Path, threshold: float, batch_size: int, limit: int | None) -> None:
+    """Fit on all sets but one, score the one left out; print one row per set and the means."""
+    pairs = binary_sets(data)
+    if limit is not None:
+        pairs = {name: rows[:limit] for name, rows in pairs.items()}
+    sets = featurise_all(pairs)
+    wice = wice_three_way(data)
+    print(
+        "leave one dataset out: fitted on the other sets, scored by OfflineEvaluator; "
+        f"balanced accuracy at 0.5 and at threshold.claim_quality {threshold:.2f}"
+    )
+    header = f"{'held out':<10} {'pairs':>6} {'AUROC':>6} {'overlap':>7} {'bal@.5':>6}"
+    print(f"{header} {'bal@' + f'{threshold:.2f}':>8} {'ECE':>5} {'claims/s':>9}")
+    table: list[tuple[float, ...]] = []
+    for name, rows in pairs.items():
+        params = fit(sets, [n for n in sets if n != name], wice)
+        evaluator = OfflineEvaluator(params)
+        started = time.perf_counter()
+        scores = evaluate(evaluator, rows, batch_size)
+        rate = len(rows) / (time.perf_counter() - started)
+        labels = [int(p.label) for p in rows]
+        values = [s.entailed_score if s.entailed_score is not None else 0.0 for s in scores]
+        baseline = [word_overlap(p.claim, p.source, STOPWORDS) for p in rows]
+        row = (
+            auroc(values, labels),
+            auroc(baseline, labels),
+            balanced_accuracy([v >= 0.5 for v in values], labels),
+            balanced_accuracy([v >= threshold for v in values], labels),
+            expected_calibration_error(values, labels),
+            rate,
+        )
+        table.append(row)
+        mark = " <" if row[0] < row[1] else ""
+        print(
+            f"{name:<10} {len(rows):>6} {row[0]:>6.3f} {row[1]:>7.3f} {row[2]:>6.3f} "
+            f"{row[3]:>8.3f} {row[4]:>5.3f} {row[5]:>9,.0f}{mark}"
+        )
+    means = [sum(column) / len(column) for column in zip(*table, strict=True)]
+    print(
+        f"{'mean':<10} {'':>6} {means[0]:>6.3f} {means[1]:>7.3f} {means[2]:>6.3f} "
+        f"{means[3]:>8.3f} {means[4]:>5.3f} {means[5]:>9,.0f}"
+    )
+    below = [name for name, row in zip(pairs, table, strict=True) if row[0] < row[1]]
+    print("sets below word overlap: " + (", ".join(below) if below else "none"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--protocol", choices=("loso", "shipped"), default="loso")
     parser.add_argument("--evaluator", choices=("offline", "llm"), default="offline")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=None, help="labelled sets folder")
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--state-dir", type=Path, default=Path(".run/quality-state"))
     parser.add_argument("--limit", type=int, default=None, help="first N pairs of each set")
     args = parser.parse_args(argv)
 
+    data = data_dir(args.data)
+    if data is None:
+        return 1
     config = load_config(args.config, overrides={"model.backend": args.evaluator})
     threshold = config.threshold.claim_quality
-    runs = load_sets(args.data, args.limit)
+    if args.protocol == "loso":
+        if args.evaluator != "offline":
+            parser.error("--protocol loso fits the offline model; use --protocol shipped for llm")
+        leave_one_out(data, threshold, config.processing.batch_size, args.limit)
+        return 0
+    runs = load_sets(data, args.limit)
     if args.evaluator == "llm":
         args.state_dir.mkdir(parents=True, exist_ok=True)
     built = OfflineEvaluator() if args.evaluator == "offline" else None

@@ -7,11 +7,18 @@ that is not JSON, 413 for a body over ``service.max_body_bytes`` (counted before
 it), 415 for a body declared as something other than JSON, 422 for missing fields and wrong types,
 401 without the bearer token when one is configured.
 The handlers are plain functions, so FastAPI runs the blocking core in its worker threads.
+
+Exposure: with a token (``service.token_env``) every route but health needs it, the schema and
+the docs pages (``/openapi.json``, ``/docs``, ``/redoc``) included; the scheme name is
+case-insensitive (``bearer`` works). Without one, :func:`serve` binds a loopback address with a
+one-line warning, and refuses any other address unless told ``allow_no_token``
+(``aclarai serve --insecure-no-token``).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import signal
 import threading
@@ -23,13 +30,15 @@ from typing import Any
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
+    MODEL_RETRY_AFTER_S,
     EvaluateRequest,
     EvaluateResponse,
     NLIRequest,
@@ -85,15 +94,21 @@ def create_app(config: Config, core: ServiceCore) -> FastAPI:
         ConfigError: ``service.token_env`` names a variable that is not set.
     """
     token = _token(config)
+    # With a token, FastAPI's own open schema and docs routes are replaced by guarded ones.
     app = FastAPI(
         title="aclarai evaluation service",
         version=version("aclarai"),
         description="Verdicts on AI agents' answers, NLI QA checks and claim verification.",
+        openapi_url=None if token else "/openapi.json",
+        docs_url=None if token else "/docs",
+        redoc_url=None if token else "/redoc",
     )
     app.add_middleware(JsonBodyGuard, max_bytes=config.service.max_body_bytes)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(TransientError, _unavailable)
     guard = [Depends(_bearer_guard(token))] if token else []
+    if guard:
+        _add_guarded_docs(app, guard)
 
     @app.get("/api/v1/health", response_model=HealthOut)
     def health() -> HealthOut:
@@ -118,6 +133,53 @@ def create_app(config: Config, core: ServiceCore) -> FastAPI:
     return app
 
 
+def _add_guarded_docs(app: FastAPI, guard: list[Any]) -> None:
+    title = app.title
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=guard)
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=guard)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=title)
+
+    @app.get("/redoc", include_in_schema=False, dependencies=guard)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url="/openapi.json", title=title)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the service on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(config: Config, host: str, *, allow_no_token: bool = False) -> None:
+    """Refuse to serve without a token beyond loopback unless ``allow_no_token``; warn when
+    serving without one at all.
+
+    Raises:
+        ConfigError: no ``service.token_env`` and ``host`` is not a loopback address.
+    """
+    if config.service.token_env:
+        return
+    if is_loopback(host):
+        logger.warning("no token (service.token_env): any process on this machine can call the API")
+        return
+    if not allow_no_token:
+        raise ConfigError(
+            f"refusing to serve on {host} without a token: anyone who can reach it could call "
+            "the API. Set service.token_env, bind 127.0.0.1, or pass --insecure-no-token",
+            key="service.token_env",
+        )
+    logger.warning("serving on %s without a token: anyone who can reach it can call the API", host)
+
+
 def build_server(app: FastAPI, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server for ``app`` that leaves logging to the caller (the CLI)."""
     return uvicorn.Server(
@@ -131,6 +193,7 @@ def serve(
     port: int | None = None,
     *,
     core: ServiceCore | None = None,
+    allow_no_token: bool = False,
 ) -> None:
     """Serve the API until SIGTERM or SIGINT.
 
@@ -139,13 +202,18 @@ def serve(
         host: the address to bind (default ``service.host``, 127.0.0.1).
         port: the port (default ``service.port``, 18081).
         core: the evaluation objects; built from ``config`` when ``None``.
+        allow_no_token: serve a non-loopback address without a token (see the module doc).
+
+    Raises:
+        ConfigError: no token for a non-loopback address, or its variable is not set.
     """
+    bind_host = host or config.service.host
+    bind_port = config.service.port if port is None else port
+    check_exposure(config, bind_host, allow_no_token=allow_no_token)
     own = core is None
     core = core or build_service_core(config)
     try:
         app = create_app(config, core)
-        bind_host = host or config.service.host
-        bind_port = config.service.port if port is None else port
         logger.info("serving the evaluation API on http://%s:%d", bind_host, bind_port)
         with _absorb_sigterm():
             build_server(app, bind_host, bind_port).run()
@@ -298,6 +366,6 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
     logger.warning("evaluation unavailable for %s: %s", request.url.path, exc)
-    retry_after = getattr(exc, "retry_after", None)
-    headers = {"Retry-After": str(int(retry_after))} if retry_after else None
+    retry_after = getattr(exc, "retry_after", None) or MODEL_RETRY_AFTER_S
+    headers = {"Retry-After": str(max(1, round(retry_after)))}
     return JSONResponse({"detail": f"evaluator unavailable: {exc}"}, 503, headers=headers)

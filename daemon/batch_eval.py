@@ -1,7 +1,9 @@
 """``aclarai evaluate FILE.jsonl``: score ``{"id", "source", "claim"}`` lines, streaming.
 
-Output lines come in input order, one per input line; a bad line gives an error record for that
-line only. Memory stays constant: lines are read, scored and written in small chunks.
+Output lines come in input order, one per input line; a bad line (not UTF-8, not JSON, a field
+missing) gives an error record for that line only. Input is read as bytes and each line decoded on
+its own, the same way for a file and for standard input. Memory stays constant: lines are read,
+scored and written in small chunks.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import IO, Any
 
@@ -17,21 +20,48 @@ from aclarai.agents import EvalItem, Evaluator
 CHUNK = 64
 
 
-def _parse_line(number: int, line: str) -> tuple[Any, EvalItem | None, str | None]:
+def _parse_line(number: int, raw: bytes) -> tuple[Any, EvalItem | None, str | None]:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"invalid byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+        return None, None, f"line {number}: not UTF-8: {where}"
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         return None, None, f"line {number}: invalid JSON: {exc.msg}"
+    except (ValueError, RecursionError) as exc:
+        # Valid JSON that Python will not decode: a number of thousands of digits, or nesting
+        # deeper than the interpreter's recursion limit.
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return None, None, f"line {number}: invalid JSON: {reason}"
     if not isinstance(record, dict):
         return None, None, f"line {number}: expected a JSON object"
     ident = record.get("id")
     for field in ("source", "claim"):
         if not isinstance(record.get(field), str) or not record[field].strip():
             return ident, None, f"line {number}: field {field!r} must be a non-empty string"
+        if not _is_text(record[field]):
+            return ident, None, f"line {number}: field {field!r} holds a lone surrogate escape"
     return ident, EvalItem(claim=record["claim"], source=record["source"]), None
 
 
-def evaluate_lines(lines: Iterable[str], evaluator: Evaluator) -> Iterator[dict[str, Any]]:
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is Unicode text (JSON's ``\\ud800`` escapes can make it otherwise)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    text = json.dumps(record, ensure_ascii=False)
+    # An id echoed back may hold a lone surrogate: escaped, the line is still valid JSON.
+    return text if _is_text(text) else json.dumps(record)
+
+
+def evaluate_lines(lines: Iterable[bytes], evaluator: Evaluator) -> Iterator[dict[str, Any]]:
     """One output record per non-blank input line, in order."""
     numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
     while chunk := list(islice(numbered, CHUNK)):
@@ -60,22 +90,36 @@ def evaluate_lines(lines: Iterable[str], evaluator: Evaluator) -> Iterator[dict[
             }
 
 
+@dataclass(frozen=True, slots=True)
+class BatchCounts:
+    errors: int
+    """Lines that could not be read (an error record each)."""
+    evaluated: int
+    """Lines evaluated."""
+    failed: int
+    """Evaluations that gave no score (status other than ``ok``)."""
+
+
 def run_batch(
-    source: IO[str],
+    source: IO[bytes],
     out: IO[str],
     evaluator: Evaluator,
     *,
     progress: Callable[[int], None] | None = None,
-) -> int:
-    """Stream ``source`` to ``out``; return the number of error records."""
-    errors = 0
+) -> BatchCounts:
+    """Stream ``source`` to ``out``; return what came of the lines."""
+    errors = evaluated = failed = 0
     for count, record in enumerate(evaluate_lines(source, evaluator), 1):
-        errors += record["status"].startswith("error")
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if record["status"].startswith("error"):
+            errors += 1
+        else:
+            evaluated += 1
+            failed += record["status"] != "ok"
+        out.write(_dumps(record) + "\n")
         if progress is not None:
             progress(count)
     out.flush()
-    return errors
+    return BatchCounts(errors, evaluated, failed)
 
 
 def terminal_counter() -> Callable[[int], None] | None:

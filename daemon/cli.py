@@ -2,17 +2,22 @@
 
 Every command turns an :class:`AclaraiError` into one line on stderr and a non-zero exit:
 75 (EX_TEMPFAIL, try again later) when another aclarai holds the vault or the graph store is
-unreachable, 1 otherwise.
+unreachable, 69 (EX_UNAVAILABLE) when ``resync``, ``evaluate`` or ``consume --burst`` found the
+model unreachable or every extraction or evaluation failed, 1 otherwise. A command whose reader
+goes away before it is done (``aclarai evaluate big.jsonl | head -1``) stops quietly with 141,
+the status of a Unix tool killed by SIGPIPE, so ``set -o pipefail`` scripts see the cut.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import BinaryIO
 
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.lock import LockBusy
@@ -21,7 +26,9 @@ from aclarai.parsers import AclaraiError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
+EX_UNAVAILABLE = 69
 EX_TEMPFAIL = 75
+EX_BROKEN_PIPE = 128 + 13
 
 Handler = Callable[[argparse.Namespace, Config], int]
 
@@ -60,6 +67,8 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
     print(format_summary(summary))
     if summary.store_error is not None:
         return EX_TEMPFAIL
+    if summary.model_error is not None:
+        return EX_UNAVAILABLE
     return 0 if summary.ok else 1
 
 
@@ -70,17 +79,91 @@ def cmd_status(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.claims import claim_json, format_claim, list_claims
+
+    refs = list_claims(
+        config, _vault(args, config), below=args.below, note=args.note, failed=args.null
+    )
+    for ref in refs:
+        print(claim_json(ref) if args.json else format_claim(ref))
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.batch_eval import run_batch, terminal_counter
     from aclarai.daemon.factory import build_evaluator
 
     state_dir = config.state_dir_for(Path(config.vault.path or "."))
-    source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+    source = _open_input(args.file)
+    if args.events:
+        return _evaluate_events(args, config, source)
     with source, build_evaluator(config, state_dir) as evaluator:
-        errors = run_batch(source, sys.stdout, evaluator, progress=terminal_counter())
-    if errors:
-        log.warning("%d line(s) could not be evaluated", errors)
+        counts = run_batch(source, sys.stdout, evaluator, progress=terminal_counter())
+    if counts.errors:
+        log.warning("%d line(s) could not be evaluated", counts.errors)
+    if counts.evaluated and counts.failed == counts.evaluated:
+        log.error("every evaluation failed (%d): is the model endpoint up?", counts.failed)
+        return EX_UNAVAILABLE
     return 0
+
+
+def _open_input(name: str) -> BinaryIO:
+    try:
+        return sys.stdin.buffer if name == "-" else open(name, "rb")
+    except OSError as exc:
+        raise AclaraiError(f"cannot read {name}: {exc.strerror or exc}") from exc
+
+
+def _evaluate_events(args: argparse.Namespace, config: Config, source: BinaryIO) -> int:
+    from aclarai.daemon.answer_batch import format_event_summary, run_event_batch
+    from aclarai.daemon.factory import build_service_core
+
+    core = build_service_core(config)
+    try:
+        with source:
+            summary = run_event_batch(source, sys.stdout, core, workers=args.workers)
+    finally:
+        core.close()
+    if args.summary:
+        print(format_event_summary(summary), file=sys.stderr)
+    if summary.errors:
+        log.warning("%d event(s) could not be evaluated", summary.errors)
+    if summary.unavailable and not summary.evaluated:
+        log.error("the model endpoint could not be reached for any event")
+        return EX_UNAVAILABLE
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, config: Config) -> int:
+    import json
+
+    from aclarai.daemon.factory import build_service_core
+    from aclarai.daemon.validate import format_report, validate
+
+    source = _open_input(args.file)
+    core = build_service_core(config)
+    try:
+        with source:
+            report = validate(
+                source,
+                core,
+                claim_threshold=config.threshold.claim_quality,
+                threshold=args.threshold,
+                workers=args.workers,
+            )
+    finally:
+        core.close()
+    if args.report:
+        Path(args.report).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    print(json.dumps(report.as_dict()) if args.json else format_report(report))
+    return 0 if report.passed else 1
+
+
+def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.mcp_server import run_mcp
+
+    return run_mcp(config)
 
 
 def cmd_watch(args: argparse.Namespace, config: Config) -> int:
@@ -127,7 +210,7 @@ def cmd_install_service(args: argparse.Namespace, config: Config) -> int:
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.api import serve
 
-    serve(config, host=args.host, port=args.port)
+    serve(config, host=args.host, port=args.port, allow_no_token=args.insecure_no_token)
     return 0
 
 
@@ -136,7 +219,48 @@ def cmd_consume(args: argparse.Namespace, config: Config) -> int:
 
     stats = consume(config, consumer=args.name, burst=args.burst)
     log.info("consumer stopped: %s", stats)
-    return 0
+    return EX_UNAVAILABLE if stats.model_outages else 0
+
+
+def cmd_import(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.factory import build_transcript_reader
+    from aclarai.daemon.importer import (
+        format_report,
+        import_limits,
+        import_sources,
+        progress_display,
+    )
+
+    vault = _vault(args, config)
+    fallback = build_transcript_reader(config, config.state_dir_for(vault))
+    try:
+        report = import_sources(
+            [Path(source) for source in args.sources],
+            vault,
+            args.into or config.import_.folder,
+            limits=import_limits(config),
+            format_name=args.format,
+            dry_run=args.dry_run,
+            progress=progress_display("importing"),
+            fallback=fallback,
+        )
+    finally:
+        if fallback is not None:
+            fallback.client.close()
+    for error in report.errors:
+        print(f"aclarai: {error}", file=sys.stderr)
+    print(format_report(report))
+    return report.exit_status
+
+
+def cmd_adopt(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.adopt import adopt_files, format_adopt_report
+
+    report = adopt_files([Path(path) for path in args.paths], dry_run=args.dry_run)
+    for error in report.errors:
+        print(f"aclarai: {error}", file=sys.stderr)
+    print(format_adopt_report(report))
+    return 1 if report.errors else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,15 +312,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", help="recompute hashes from the vault")
     p.set_defaults(handler=cmd_status)
 
+    p = sub.add_parser("claims", help="the claims to look at: below the quality threshold")
+    p.add_argument("vault", nargs="?")
+    p.add_argument("--below", type=float, metavar="Q", help="quality (threshold.claim_quality)")
+    p.add_argument("--note", metavar="PATH", help="only this note's claims")
+    p.add_argument("--null", action="store_true", help="the failed evaluations (null scores)")
+    p.add_argument("--json", action="store_true", help="one JSON object a line")
+    p.set_defaults(handler=cmd_claims)
+
+    p = sub.add_parser("import", help="chat exports (files, folders, zips) into Tier 1 notes")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="export file, folder or .zip")
+    p.add_argument("--vault", help="vault folder (default: vault.path)")
+    p.add_argument("--into", metavar="FOLDER", help="vault folder for the notes (import.folder)")
+    p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    p.add_argument("--format", metavar="NAME", help="read every source as this format")
+    p.set_defaults(handler=cmd_import)
+
+    p = sub.add_parser("adopt", help="give the paragraphs and list items of notes block ids")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="note or folder of notes")
+    p.add_argument("--dry-run", action="store_true", help="list what would be marked")
+    p.set_defaults(handler=cmd_adopt)
+
     p = sub.add_parser("evaluate", help='score {"id","source","claim"} JSON lines to stdout')
     p.add_argument("file", help="JSON-lines file, or - for standard input")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.add_argument(
+        "--events",
+        action="store_true",
+        help="the lines are answer events (the /api/v1/evaluate request); print its responses",
+    )
+    p.add_argument("--workers", type=int, default=4, help="events evaluated at once (--events)")
+    p.add_argument("--summary", action="store_true", help="counts per verdict on stderr")
     p.set_defaults(handler=cmd_evaluate)
+
+    p = sub.add_parser("mcp", help="the evaluation tools for AI assistants (MCP over stdio)")
+    p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.set_defaults(handler=cmd_mcp)
+
+    p = sub.add_parser("validate", help="agreement of the evaluator with human labels")
+    p.add_argument("file", help="labelled JSON lines (answer events or claim pairs), or -")
+    p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        metavar="TAU",
+        help="exit 1 when answer agreement or claim AUROC is below this",
+    )
+    p.add_argument("--workers", type=int, default=4, help="answer events evaluated at once")
+    p.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
+    p.add_argument("--json", action="store_true", help="print the JSON report, not the table")
+    p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("serve", help="the evaluation HTTP API (service.host:service.port)")
     p.add_argument("--host", help="address to bind (default service.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default service.port, 18081)")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="serve a non-loopback address without service.token_env (anyone may call it)",
+    )
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("consume", help="evaluate events from the Redis Stream (redis.*)")
@@ -229,7 +404,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config, overrides=_overrides(args))
         setup_logging(config.logging.level, config.logging.format)
         handler: Handler = args.handler
-        return handler(args, config)
+        code = handler(args, config)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and fail again: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EX_BROKEN_PIPE
     except LockBusy as exc:
         print(f"aclarai: another aclarai holds this vault: {exc}", file=sys.stderr)
         return EX_TEMPFAIL

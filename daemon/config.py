@@ -13,11 +13,11 @@ import hashlib
 import os
 from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from aclarai.parsers import ConfigError
 
@@ -70,6 +70,9 @@ class LLMSettings(_Section):
     max_concurrency: int = Field(4, ge=1)
     mode: Literal["combined", "per_agent"] = "combined"
     json_mode: bool = True
+    context_tokens: int | None = Field(None, ge=256)
+    """The model's context window; ``None``: what the server publishes (llama.cpp's ``/props``)
+    or reports in a context-length error, else no limit."""
 
 
 class ClaimifyModels(_Section):
@@ -108,6 +111,11 @@ class ProcessingSettings(_Section):
     retries: RetrySettings = RetrySettings()
     workers: int = Field(2, ge=1)
     batch_size: int = Field(64, ge=1)
+
+
+class EvalSettings(_Section):
+    workers: int = Field(0, ge=0)
+    """Evaluation processes: 0 for one per core, 1 to evaluate in the calling process."""
 
 
 class ThresholdSettings(_Section):
@@ -189,6 +197,8 @@ class ServiceSettings(_Section):
     max_body_bytes: int = Field(1_048_576, ge=1024)
     early_exit_threshold: float = Field(0.2, ge=0, le=1)
     pre_checks: ServicePreChecks = ServicePreChecks()
+    judges_file: str | None = None
+    """A YAML file listing the answer judges; ``None``: the shipped ``agents/judges.yaml``."""
     judge_timeout_s: float = Field(30.0, gt=0)
     weights: ServiceWeights = ServiceWeights()
     thresholds: ServiceThresholds = ServiceThresholds()
@@ -206,25 +216,70 @@ class RedisSettings(_Section):
     batch: int = Field(16, ge=1)
 
 
+class DashboardSettings(_Section):
+    path: str | None = "aclarai/Dashboard.md"
+    """Vault-relative path of the dashboard note; ``None``: no dashboard."""
+    min_interval_s: float = Field(30.0, ge=0)
+    """The daemon rewrites it at most this often (``resync`` always does)."""
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_vault(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        rel = PurePosixPath(value)
+        if rel.is_absolute() or ".." in rel.parts or rel.suffix != ".md" or not rel.stem:
+            raise ValueError("must be a relative .md path inside the vault")
+        return rel.as_posix()
+
+
+class ImportSettings(_Section):
+    folder: str = "conversations/"
+    """Where imported conversations become notes, relative to the vault."""
+    inbox: str | None = "Inbox/"
+    """Vault folder whose dropped exports are imported (by resync and the daemon); None: off."""
+    archive: str = ".aclarai/imported/"
+    """Where an imported inbox file is moved, relative to the vault (a dot folder: no notes)."""
+    max_file_mb: float = Field(256.0, gt=0)
+    """Largest export file (or zip member) read."""
+    max_archive_mb: float = Field(2048.0, gt=0)
+    """Largest total uncompressed size of a zip's members."""
+    max_archive_members: int = Field(100_000, ge=1)
+    max_compression_ratio: float = Field(200.0, gt=1)
+    """A zip member that inflates more than this (and past 1 MB) is taken for a zip bomb."""
+
+
+class AdoptSettings(_Section):
+    folders: tuple[str, ...] = ()
+    """Vault folders whose ordinary notes the daemon adopts (gives block ids) as they change."""
+
+
 class LoggingSettings(_Section):
     level: str = "INFO"
     format: Literal["auto", "text", "json"] = "auto"
 
 
 class Config(_Section):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
     vault: VaultSettings = VaultSettings()
     state: StateSettings = StateSettings()
     graph: GraphSettings = GraphSettings()
     model: ModelSettings = ModelSettings()
     window: WindowSettings = WindowSettings()
     processing: ProcessingSettings = ProcessingSettings()
+    eval: EvalSettings = EvalSettings()
     threshold: ThresholdSettings = ThresholdSettings()
     watch: WatchSettings = WatchSettings()
     queue: QueueSettings = QueueSettings()
     tools: ToolsSettings = ToolsSettings()
     service: ServiceSettings = ServiceSettings()
     redis: RedisSettings = RedisSettings()
+    # "import" is a Python keyword: the field has another name, the YAML key is "import".
+    import_: ImportSettings = Field(ImportSettings(), alias="import")
+    adopt: AdoptSettings = AdoptSettings()
     logging: LoggingSettings = LoggingSettings()
+    dashboard: DashboardSettings = DashboardSettings()
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
 
@@ -240,9 +295,10 @@ class Config(_Section):
         if self.state.dir:
             return Path(self.state.dir).expanduser()
         base = self._env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        resolved = str(vault.expanduser().resolve())
+        # realpath, not Path.resolve: Python 3.11 raises RuntimeError on a symlink loop.
+        resolved = os.path.realpath(vault.expanduser())
         key = hashlib.sha256(resolved.encode()).hexdigest()[:12]
-        return Path(base) / "aclarai" / f"{vault.resolve().name or 'vault'}-{key}"
+        return Path(base) / "aclarai" / f"{Path(resolved).name or 'vault'}-{key}"
 
     def config_home(self) -> Path:
         """``$XDG_CONFIG_HOME`` (default ``~/.config``): user config and systemd user units."""
@@ -260,7 +316,7 @@ class Config(_Section):
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A copy with dotted-key overrides (``{"graph.backend": "neo4j"}``) applied."""
-        data = self.model_dump()
+        data = self.model_dump(by_alias=True)
         for dotted, value in overrides.items():
             _set_dotted(data, dotted.split("."), value, source="command line")
         return _build(data, self._env, source="command line")
@@ -345,8 +401,16 @@ def _deep_merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
             base[key] = value
 
 
+def _field_name(model: type[BaseModel], key: str) -> str | None:
+    """The field a YAML key names (its own name or its alias), or None for an unknown key."""
+    if key in model.model_fields:
+        return key
+    return next((name for name, f in model.model_fields.items() if f.alias == key), None)
+
+
 def _section_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
-    field = model.model_fields.get(key)
+    name = _field_name(model, key)
+    field = model.model_fields.get(name) if name is not None else None
     if field is None:
         return None
     annotation = field.annotation
@@ -360,7 +424,7 @@ def _check_keys(
 ) -> None:
     for key, value in layer.items():
         dotted = ".".join((*prefix, str(key)))
-        if key not in model.model_fields:
+        if _field_name(model, str(key)) is None:
             raise ConfigError(
                 f"unknown config key {dotted!r} in {source}", key=dotted, source=source
             )
@@ -374,7 +438,7 @@ def _set_dotted(data: dict[str, Any], parts: list[str], value: Any, *, source: s
     node = data
     for i, key in enumerate(parts):
         dotted = ".".join(parts[: i + 1])
-        if model is not None and key not in model.model_fields:
+        if model is not None and _field_name(model, key) is None:
             raise ConfigError(
                 f"unknown config key {dotted!r} in {source}", key=dotted, source=source
             )

@@ -6,6 +6,17 @@ the claims that need it, write the scores onto their edges, then rewrite the not
 with one conditional atomic write per file. If the note changed meanwhile the result is dropped
 and the entries go back to the queue; they leave it only once the graph and the note are both
 written (or the block is gone).
+
+Score comments describe the block's current text. A block whose text changed since its claims
+were last scored is written once, ``ver`` +1, even when its scores read the same; if no new
+score could be made for it, its old comments go (and come back once scoring succeeds). A block
+whose text did not change is written only when its comments change, and a failed re-evaluation
+keeps them. Each block's extraction succeeds or fails on its own: a failing block's entry is
+charged, the rest of the note goes on.
+
+While the model endpoint is unreachable nothing is written: the work goes back to the queue
+without spending an attempt, retried after a delay that doubles up to
+:data:`MODEL_RETRY_MAX_S`, and the outage is logged once when it starts and once when it ends.
 """
 
 from __future__ import annotations
@@ -13,12 +24,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from aclarai.agents import (
+    Claim,
     ClaimExtractor,
     EvalItem,
     Evaluator,
@@ -44,6 +58,8 @@ from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
     Block,
+    EvaluationError,
+    EvaluatorUnavailable,
     StoreUnavailable,
     TransientError,
     WriteConflict,
@@ -56,6 +72,9 @@ log = logging.getLogger(__name__)
 CONFLICT_RETRY_S = 1.0
 STORE_RETRY_S = 5.0
 MOVE_WAIT_S = 2.0
+MODEL_RETRY_MAX_S = 300.0
+MODEL_DOWN_META = "model_down_since"
+"""Queue meta key: when the model endpoint stopped answering (``aclarai status`` shows it)."""
 
 
 @dataclass
@@ -69,10 +88,27 @@ class DrainStats:
     null_scores: int = 0
     conflicts: int = 0
     failures: int = 0
+    """Files charged an attempt for an error of their own."""
     dead_letters: int = 0
+    model_outages: int = 0
+    """Files put back because the model endpoint could not be reached."""
+    blocks_extracted: int = 0
+    extraction_failures: int = 0
+    """Blocks whose extraction failed (each charged an attempt)."""
     errors: list[str] = field(default_factory=list)
     store_errors: list[str] = field(default_factory=list)
     """Why the graph store could not be reached; the work stays queued (no attempt counted)."""
+
+    def model_failure(self) -> str | None:
+        """Why the model did nothing useful in this drain, if so: it could not be reached, or
+        every extraction or every evaluation it was asked for failed."""
+        if self.model_outages:
+            return f"the model endpoint could not be reached ({self.model_outages} note(s) wait)"
+        if self.extraction_failures and not self.blocks_extracted:
+            return f"claim extraction failed for all {self.extraction_failures} block(s)"
+        if self.claims_evaluated and self.null_scores == self.claims_evaluated:
+            return f"evaluation failed for all {self.claims_evaluated} claim(s)"
+        return None
 
     def add(self, other: DrainStats) -> None:
         for name in self.__dataclass_fields__:
@@ -105,14 +141,19 @@ def _extracted_from_other_text(claims: Sequence[StoredClaim], block: Block) -> b
     return any(c.score is not None and c.score.evaluated_hash != block.hash for c in claims)
 
 
-def block_scores(claims: Sequence[StoredClaim]) -> dict[str, float | None]:
-    """A block's value for each score: the minimum over its claims with a non-null score."""
+def block_scores(
+    claims: Sequence[StoredClaim], block_hash: str | None = None
+) -> dict[str, float | None]:
+    """A block's value for each score: the minimum over its claims with a non-null score
+    (scored against ``block_hash``, the block's current text, when given)."""
     result: dict[str, float | None] = {}
     for name in SCORE_NAMES:
         values = [
             value
             for c in claims
-            if c.score is not None and (value := getattr(c.score, name)) is not None
+            if c.score is not None
+            and (block_hash is None or c.score.evaluated_hash == block_hash)
+            and (value := getattr(c.score, name)) is not None
         ]
         result[name] = min(values) if values else None
     return result
@@ -150,6 +191,11 @@ class DirtyBlockConsumer:
         self.paused = paused or (lambda: False)
         self.index = index
         self._file_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._unwritten: dict[str, str] = {}
+        """Block id → hash of an edit whose write-back did not reach the note (a conflict)."""
+        self._model_outages = 0
+        self._outage_mark_read = False
+        self._outage_lock = threading.Lock()
 
     def drain(self, *, stop: threading.Event | None = None) -> DrainStats:
         """Process every ready entry until none is left (or ``stop`` is set); return counts.
@@ -211,16 +257,23 @@ class DirtyBlockConsumer:
             log.info("write skipped: %s", exc)
             self.queue.release(entries, delay_s=CONFLICT_RETRY_S)
         except TransientError as exc:
+            if stop is not None and stop.is_set():
+                # Shutting down cancels model calls in flight: the work waits for the next start.
+                self.queue.release(entries)
+                return stats
             # An outage (graph store or model endpoint) is not this note's fault: no attempt is
             # spent, so a long one never turns queued work into dead letters.
             outage.set()
-            what = "graph store" if isinstance(exc, StoreUnavailable) else "model endpoint"
             if isinstance(exc, StoreUnavailable):
                 stats.store_errors.append(str(exc))
+                self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
+                log.warning("graph store unavailable; %s stays queued: %s", rel, exc)
             else:
                 stats.errors.append(f"{rel}: {exc}")
-            self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
-            log.warning("%s unavailable; %s stays queued: %s", what, rel, exc)
+                stats.model_outages += 1
+                delay = max(self._model_down(exc), exc.retry_after or 0.0)
+                self.queue.release(entries, delay_s=delay)
+                log.info("model endpoint unavailable; %s stays queued for %.0f s", rel, delay)
         except Exception as exc:
             stats.failures += 1
             message = f"{rel}: {exc}"
@@ -234,6 +287,28 @@ class DirtyBlockConsumer:
             for entry in dead:
                 log.error("dead letter: block %s of %s: %s", entry.block_id, rel, exc)
         return stats
+
+    def _model_down(self, exc: BaseException) -> float:
+        """Note an outage; return how long to wait: doubling from STORE_RETRY_S to the cap."""
+        with self._outage_lock:
+            self._model_outages += 1
+            streak = self._model_outages
+        if streak == 1:
+            # The client logs the outage itself, once, at WARNING.
+            log.info("model endpoint unavailable, work stays queued: %s", exc)
+            if self.queue.get_meta(MODEL_DOWN_META) is None:
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                self.queue.set_meta(MODEL_DOWN_META, stamp)
+        return min(MODEL_RETRY_MAX_S, STORE_RETRY_S * 2 ** min(streak - 1, 16))
+
+    def _model_answered(self) -> None:
+        with self._outage_lock:
+            streak, self._model_outages = self._model_outages, 0
+            # Another run may have left the mark (a daemon stopped during an outage): read once.
+            look, self._outage_mark_read = not self._outage_mark_read, True
+        if streak or (look and self.queue.get_meta(MODEL_DOWN_META) is not None):
+            self.queue.delete_meta(MODEL_DOWN_META)
+            log.info("model endpoint answers again; queued work resumes")
 
     def _process_file(self, rel: str, entries: list[QueueEntry], stats: DrainStats) -> None:
         note = self.vault.note(rel)
@@ -273,27 +348,21 @@ class DirtyBlockConsumer:
             return
 
         changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
-        unsure = [bid for bid in targets if bid not in changed]
-        if unsure:
-            before = self.store.claims_of_blocks(unsure)
-            changed |= {b for b in unsure if _extracted_from_other_text(before[b], blocks[b])}
+        before = self.store.claims_of_blocks(targets)
+        changed |= {b for b in targets if _extracted_from_other_text(before[b], blocks[b])}
+        edited = {b for b in targets if self._text_changed(before[b], blocks[b])}
+        # Remembered until the note is written: re-extraction may replace every claim that
+        # still carries the old text's hash, and an outage or a conflict may come first.
+        for bid in edited:
+            self._unwritten[bid] = blocks[bid].hash
         to_extract = [blocks[bid] for bid in targets if bid in changed]
-        if to_extract:
-            claims = self.extractor.extract_batch(
-                [self._extraction_input(parsed.blocks, b) for b in to_extract]
-            )
-            self.store.replace_claims(
-                {
-                    block.id: [ClaimRecord(c.id, block.id, c.text) for c in found]
-                    for block, found in zip(to_extract, claims, strict=True)
-                }
-            )
-            stats.claims_extracted += sum(len(found) for found in claims)
+        failed = self._extract(parsed.blocks, to_extract, stats)
 
         claims_by_block = self.store.claims_of_blocks(targets)
         pending = [
             (blocks[bid], claim)
             for bid in targets
+            if bid not in failed
             for claim in claims_by_block[bid]
             if self.settings.reevaluate or needs_evaluation(claim, blocks[bid].hash)
         ]
@@ -302,6 +371,9 @@ class DirtyBlockConsumer:
             scores = self.evaluator.evaluate_batch(
                 [EvalItem(c.text, b.text, window[b.id], c.id) for b, c in pending]
             )
+            unavailable = [s for s in scores if s.unavailable]
+            if len(unavailable) == len(scores):
+                raise EvaluatorUnavailable(unavailable[0].status)
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             records_out = [
                 ScoreRecord(
@@ -330,10 +402,16 @@ class DirtyBlockConsumer:
                 log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
             claims_by_block = self.store.claims_of_blocks(targets)
 
-        updates = {bid: block_scores(claims_by_block[bid]) for bid in targets}
+        if to_extract or pending:
+            self._model_answered()
+        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in targets}
         for bid in sorted({b.id for b, _ in pending}, key=targets.index):
             log.info("%s: block %s scored: %s", rel, bid, _format_scores(updates[bid]))
-        rewrite = apply_scores(content.text, updates)
+        for bid in sorted(edited & set(failed), key=targets.index):
+            log.info(
+                "%s: block %s: no score for its new text; old score comments removed", rel, bid
+            )
+        rewrite = apply_scores(content.text, updates, edited=edited)
         for bid in rewrite.skipped:
             log.warning(
                 "%s: block %s: score comments would change how the note parses; scores kept in "
@@ -357,7 +435,64 @@ class DirtyBlockConsumer:
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
         else:
             log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
-        self.queue.complete(present)
+        for bid in edited:
+            self._unwritten.pop(bid, None)
+        self._settle(rel, present, failed, stats)
+
+    def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:
+        """Whether the block's score comments were made for another text: its claims were
+        scored against another hash, or an edit's write-back has not reached the note yet."""
+        if self._unwritten.get(block.id) == block.hash:
+            return True
+        return _extracted_from_other_text(claims, block)
+
+    def _extract(
+        self, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
+    ) -> dict[str, EvaluationError]:
+        """Extract and store the claims of ``to_extract``; return the blocks that failed.
+
+        Raises:
+            TransientError: the model endpoint could not be reached (the file waits).
+        """
+        if not to_extract:
+            return {}
+        outcomes = self.extractor.extract_each(
+            [self._extraction_input(blocks, b) for b in to_extract]
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, TransientError):
+                raise outcome
+        found: dict[str, list[Claim]] = {}
+        failed: dict[str, EvaluationError] = {}
+        for block, outcome in zip(to_extract, outcomes, strict=True):
+            if isinstance(outcome, EvaluationError):
+                failed[block.id] = outcome
+            else:
+                found[block.id] = outcome
+        self.store.replace_claims(
+            {bid: [ClaimRecord(c.id, bid, c.text) for c in claims] for bid, claims in found.items()}
+        )
+        stats.claims_extracted += sum(len(claims) for claims in found.values())
+        stats.blocks_extracted += len(found)
+        stats.extraction_failures += len(failed)
+        return failed
+
+    def _settle(
+        self,
+        rel: str,
+        present: list[QueueEntry],
+        failed: dict[str, EvaluationError],
+        stats: DrainStats,
+    ) -> None:
+        """Complete the entries of the blocks that went through; charge those that failed."""
+        self.queue.complete(e for e in present if e.block_id not in failed)
+        for entry in (e for e in present if e.block_id in failed):
+            message = f"{rel}: block {entry.block_id}: {failed[entry.block_id]}"
+            stats.errors.append(message)
+            log.warning("extraction failed, retry scheduled: %s", message)
+            for dead in self.queue.fail([entry], message):
+                stats.dead_letters += 1
+                log.error("dead letter: block %s of %s: %s", dead.block_id, rel, message)
 
     def _originals(
         self, records: list[BlockRecord]
@@ -391,7 +526,9 @@ class DirtyBlockConsumer:
         self.queue.release(waiting, delay_s=MOVE_WAIT_S)
 
     def _extraction_input(self, blocks: Sequence[Block], block: Block) -> ExtractionInput:
-        index = next(i for i, b in enumerate(blocks) if b.id == block.id)
+        # Blocks come in note order, so their id lines increase: a linear search here made a
+        # note's extraction quadratic in its number of blocks.
+        index = bisect_left(blocks, block.line, key=attrgetter("line"))
         p, f = self.settings.window_before, self.settings.window_after
         return ExtractionInput(
             block=Utterance(block.id, block.text),

@@ -1,8 +1,9 @@
 """``aclarai watch``: the long-running service that keeps a vault and its graph in step.
 
-One process per vault (the vault lock in the state dir). On start it puts entries a crash left in
-flight back in the queue, removes stale temp files and starts watching; then a full reconcile
-(the same code as ``aclarai resync``) picks up every edit made while it was down. From then on:
+One process per vault (the vault locks, in the vault's ``.aclarai/`` and in the state dir). On
+start it puts entries a crash left in flight back in the queue, removes stale temp files and
+starts watching; then a full reconcile (the same code as ``aclarai resync``) picks up every edit
+made while it was down. From then on:
 
 - the main thread turns settled notes from the watcher into store syncs and queue entries
   (enqueued before the store learns the new hashes) and wakes the consumer;
@@ -32,6 +33,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from aclarai.agents import Evaluator, UsageCounters
+from aclarai.daemon.adopt import adopt_files
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.control import (
@@ -44,6 +46,7 @@ from aclarai.daemon.control import (
     pending_requests,
     stamp_heartbeat,
 )
+from aclarai.daemon.dashboard import DashboardRefresher
 from aclarai.daemon.deletions import PendingDeletes
 from aclarai.daemon.factory import (
     build_agents,
@@ -51,12 +54,14 @@ from aclarai.daemon.factory import (
     build_store,
     build_vault,
 )
+from aclarai.daemon.importer import ImportReport
+from aclarai.daemon.inbox import InboxWatcher, drain_inbox, inbox_for
 from aclarai.daemon.lock import VaultLock
 from aclarai.daemon.resync import ResyncSummary, consumer_settings, format_summary, reconcile
 from aclarai.daemon.scan import Scanner, ScanReport
 from aclarai.daemon.systemd import Notifier
 from aclarai.daemon.watcher import Changes, OwnWrites, WatchOptions, watch_vault
-from aclarai.daemon.writer import remove_stale_temp_files
+from aclarai.daemon.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.parsers import AclaraiError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -100,7 +105,7 @@ def run_daemon(
             key="watch.reconcile_cron",
         ) from exc
     state_dir = config.state_dir_for(vault_root)
-    lock = VaultLock(state_dir, DAEMON_ROLE)
+    lock = VaultLock(state_dir, DAEMON_ROLE, vault=vault_root)
     lock.acquire(timeout_s=0.0)
     daemon: _Daemon | None = None
     try:
@@ -138,7 +143,22 @@ class _Daemon:
         self.scanner = _LockedScanner(self.vault, self.store, self.queue, lock=self.sync_lock)
         self.consumer = self._consumer(self.agents.evaluator, reevaluate=False)
         self.deletes = PendingDeletes(self.vault, self.store, config.watch.delete_grace_s)
+        self.dashboard = DashboardRefresher(
+            config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
+        )
         self.notifier = Notifier(*config.systemd_notify())
+        self.inbox = inbox_for(config, self.vault.root)
+        self.adopt_prefixes = tuple(f.rstrip("/") + "/" for f in config.adopt.folders)
+        self.inbox_lock = threading.Lock()
+        self.inbox_watcher = (
+            None
+            if self.inbox is None
+            else InboxWatcher(
+                self.inbox.folder,
+                quiet_s=config.watch.quiet_period_s,
+                polling=config.watch.polling,
+            )
+        )
         self.started_at = time.time()
         self._touched: set[str] = set()
         self._gone: set[str] = set()
@@ -198,12 +218,13 @@ class _Daemon:
         return 0
 
     def _step(self, changes: Changes, scheduler: BackgroundScheduler) -> None:
-        try:
-            self._apply(changes)
-            self._housekeeping(scheduler)
-        except Exception:
-            # The watch loop is the service: log whatever went wrong and keep serving.
-            log.exception("unexpected error in the watch loop; going on")
+        # The watch loop is the service: log whatever went wrong and keep serving. Housekeeping
+        # (heartbeat, requests) runs even when syncing the changes failed.
+        for work in (lambda: self._apply(changes), lambda: self._housekeeping(scheduler)):
+            try:
+                work()
+            except Exception:
+                log.exception("unexpected error in the watch loop; going on")
 
     def _apply(self, changes: Changes) -> None:
         for rel in changes.touched:
@@ -223,6 +244,14 @@ class _Daemon:
         except (AclaraiError, OSError) as exc:
             log.warning("could not sync changed notes (%s); retrying in %.0f s", exc, SYNC_RETRY_S)
             self._retry_at = now + SYNC_RETRY_S
+        except Exception:
+            # A bug, not a passing state: retrying would log it on every tick. The notes are
+            # dropped here and the next reconcile syncs them.
+            log.exception(
+                "could not sync %s; left to the next reconcile", ", ".join(sorted(self._touched))
+            )
+            self._touched.clear()
+            self._gone.clear()
         finally:
             self.sync_lock.release()
 
@@ -236,6 +265,9 @@ class _Daemon:
             else:
                 notes.append(note)
         lost: dict[str, str] = {}
+        adopting = [n.path for n in notes if any(n.rel.startswith(f) for f in self.adopt_prefixes)]
+        if adopting:
+            adopt_files(adopting, on_write=self._adopted)
         if notes:
             report = self.scanner.scan(notes, full=False, force_read=True)
             for rel in sorted(report.dirty_files):
@@ -260,6 +292,11 @@ class _Daemon:
         self.deletes.add(lost, now)
         self.deletes.finalize(now)
 
+    def _adopted(self, path: Path, data: bytes) -> None:
+        rel = self.vault.rel(path)
+        if rel is not None:
+            self.own_writes.remember(rel, sha256_bytes(data))
+
     def _known_notes(self, prefix: str) -> list[str]:
         return [path for path in self.store.file_states() if path.startswith(prefix)]
 
@@ -276,12 +313,15 @@ class _Daemon:
                 else "resumed",
             )
             self.notifier.status("paused" if paused else f"watching {self.vault.root}")
+            self.dashboard.mark()
             self._next_beat = 0.0
             self.wake.set()
         if now >= self._next_beat:
             self._next_beat = now + HEARTBEAT_EVERY_S
             self._stamp("paused" if paused else "running")
             self.usage.flush()
+        if self.inbox_watcher is not None and self.inbox_watcher.due(now):
+            scheduler.add_job(self._scheduled_inbox, id="inbox", replace_existing=True)
         if now >= self._next_requests:
             self._next_requests = now + REQUESTS_EVERY_S
             for request in pending_requests(self.queue):
@@ -298,9 +338,11 @@ class _Daemon:
                 # so a stop request is never stuck behind it.
                 if not self.pause.is_paused() and self.drain_lock.acquire(timeout=0.5):
                     try:
-                        self.consumer.drain(stop=self.stop)
+                        if self.consumer.drain(stop=self.stop) != DrainStats():
+                            self.dashboard.mark()
                     finally:
                         self.drain_lock.release()
+                self.dashboard.maybe_write()
                 due = self.queue.next_due_in_s()
             except Exception:
                 log.exception("consumer error; retrying in %.0f s", CONSUMER_IDLE_S)
@@ -308,6 +350,22 @@ class _Daemon:
             timeout = CONSUMER_IDLE_S if due is None else min(max(due, 0.05), CONSUMER_IDLE_S)
             self.wake.wait(timeout)
             self.wake.clear()
+
+    def _scheduled_inbox(self) -> None:
+        try:
+            self._drain_inbox()
+        except Exception:
+            log.exception("draining the inbox failed; the next event or reconcile retries")
+
+    def _drain_inbox(self) -> ImportReport | None:
+        """Import what is quiet in the inbox; its notes reach the graph like any new note."""
+        if self.inbox is None:
+            return None
+        with self.inbox_lock:
+            report, waiting = drain_inbox(self.inbox, quiet_s=self.config.watch.quiet_period_s)
+        if waiting and self.inbox_watcher is not None:
+            self.inbox_watcher.poke()
+        return report
 
     def _scheduled(self, reason: str) -> None:
         try:
@@ -330,6 +388,7 @@ class _Daemon:
             before = [c.snapshot() for c in counters]
             started = time.monotonic()
             log.info("reconcile (%s) started", reason)
+            imported = self._drain_inbox()
             report, stats = reconcile(
                 self.scanner,
                 consumer or self.consumer,
@@ -338,6 +397,7 @@ class _Daemon:
                 reevaluate=reevaluate,
             )
             elapsed = time.monotonic() - started
+            self.dashboard.mark()
             self.queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             self.usage.flush()
             log.info(
@@ -360,6 +420,7 @@ class _Daemon:
                 elapsed,
                 usage=_grown(before, counters),
                 quality_threshold=threshold,
+                imported=imported,
             )
 
     def _handoff(self, request: ResyncRequest) -> None:
@@ -434,8 +495,13 @@ class _Daemon:
         self.stop.set()
         self.wake.set()
         self.notifier.stopping()
+        if self.inbox_watcher is not None:
+            self.inbox_watcher.stop()
         if scheduler.running:
             scheduler.shutdown(wait=False)
+        if self.agents.client is not None:
+            # A model call can take a minute; its block goes back to the queue instead.
+            self.agents.client.cancel()
         consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
         self.busy = consumer.is_alive() or self.reconcile_lock.locked()
         self.usage.flush()

@@ -5,9 +5,12 @@ Constructors below this module never read configuration: they get plain argument
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aclarai.agents import (
     ClaimExtractor,
@@ -35,21 +38,35 @@ from aclarai.agents import (
 )
 from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline_extractor import OfflineClaimExtractor
+from aclarai.agents.pool import PooledEvaluator
 from aclarai.daemon.config import Config
 from aclarai.daemon.queue import Backoff, DurableQueue
 from aclarai.daemon.scan import live_blocks
-from aclarai.daemon.service import ServiceCore, assemble_core
+from aclarai.daemon.service import ServiceCore, assemble_core, judge_specs
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
 
+if TYPE_CHECKING:
+    from aclarai.daemon.llm_import import LLMTranscriptReader
+
 QUEUE_FILE = "queue.sqlite"
+LLM_ENDPOINTS_FILE = "llm-endpoints.json"
+"""What each model endpoint accepts (output mode, context size), learned once and kept."""
 
 
 def build_vault(config: Config, root: Path) -> Vault:
+    # The dashboard note is ours, not the user's: never scanned, graded or watched.
+    dashboard = config.dashboard.path
+    inbox = config.import_.inbox
     return Vault(
         root,
         include=config.vault.include,
-        exclude=config.vault.exclude,
+        exclude=(
+            *config.vault.exclude,
+            *([glob.escape(dashboard)] if dashboard else []),
+            # Exports waiting in the inbox are not notes, even a .md transcript.
+            *([glob.escape(inbox.rstrip("/")) + "/**"] if inbox else []),
+        ),
         max_file_bytes=int(config.vault.max_file_mb * 1024 * 1024),
     )
 
@@ -106,10 +123,29 @@ def _llm_parts(config: Config, state_dir: Path) -> tuple[LLMClient, PromptLibrar
     client = LLMClient(
         EndpointSettings.from_settings(llm, max_attempts=config.processing.retries.max_attempts),
         api_key=config.secret(llm.api_key_env),
+        state_path=state_dir / LLM_ENDPOINTS_FILE,
     )
     prompts_dir = config.model.prompts_dir
     prompts = PromptLibrary(Path(prompts_dir).expanduser() if prompts_dir else None)
     return client, prompts, RoleModels(**config.model.claimify.model_dump())
+
+
+def build_transcript_reader(config: Config, state_dir: Path) -> LLMTranscriptReader | None:
+    """With ``model.backend: llm``, the reader of last resort for ``aclarai import``: a model
+    turns a file in an unknown format into turns (close its ``client`` when done)."""
+    if config.model.backend != "llm":
+        return None
+    # Imported here: the export readers are for `aclarai import` only.
+    from aclarai.daemon.llm_import import LLMTranscriptReader
+
+    client, prompts, _ = _llm_parts(config, state_dir)
+    claimify = config.model.claimify
+    return LLMTranscriptReader(client, prompts, claimify.extraction or claimify.default)
+
+
+def eval_workers(config: Config) -> int:
+    """Evaluation processes: ``eval.workers``, where 0 means one per core."""
+    return config.eval.workers or os.cpu_count() or 1
 
 
 def build_agents(
@@ -124,7 +160,7 @@ def build_agents(
     ``reevaluate`` bypasses the evaluation cache only: extraction of unchanged text stays free.
     """
     if config.model.backend == "offline":
-        evaluator = OfflineEvaluator()
+        evaluator = PooledEvaluator(OfflineEvaluator, eval_workers(config))
         extractor = OfflineClaimExtractor()
         return Agents(extractor, evaluator, closers=[extractor.close, evaluator.close])
     client, prompts, models = _llm_parts(config, state_dir)
@@ -201,11 +237,14 @@ def build_service_core(config: Config) -> ServiceCore:
         core = assemble_core(
             config.service,
             agents.evaluator,
-            judges=llm_judges(client, prompts, model),
+            judges=llm_judges(client, prompts, model, judge_specs(config.service)),
             nli=NLIQAPipeline(
                 agents.evaluator, LLMPronounResolver(client, model=model, prompts=prompts)
             ),
             verifier=LLMVerifier(client, model=model, prompts=prompts),
         )
     core.owned = (agents,)
+    if agents.client is not None:
+        health = agents.client.health
+        core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None
     return core

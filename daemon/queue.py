@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     updated_at      REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (state, next_attempt_at);
+CREATE INDEX IF NOT EXISTS outbox_file ON outbox (file, state, next_attempt_at);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -156,17 +157,33 @@ class DurableQueue:
         )
 
     def take(self, limit: int, *, now: float | None = None) -> list[QueueEntry]:
-        """Mark up to ``limit`` ready entries in flight and return them, oldest first."""
+        """Mark ready entries in flight and return them: every ready entry of the notes that
+        the oldest ``limit`` ready entries belong to, note by note, oldest first.
+
+        A note's ready entries are never split between takes, so the consumer reads, parses,
+        syncs and rewrites a note once per take however many of its blocks are queued: the cost
+        per block stays flat in note size (a 10,000-block note split into takes of 128 would be
+        parsed and written ~80 times).
+        """
         now = time.time() if now is None else now
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                rows = self._db.execute(
-                    "SELECT block_id, file, hash, reason, generation, attempts, last_error, state,"
-                    " next_attempt_at FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?"
+                oldest = self._db.execute(
+                    "SELECT file FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?"
                     " ORDER BY next_attempt_at, enqueued_at LIMIT ?",
                     (now, limit),
                 ).fetchall()
+                rows = [
+                    row
+                    for file in dict.fromkeys(f for (f,) in oldest)
+                    for row in self._db.execute(
+                        "SELECT block_id, file, hash, reason, generation, attempts, last_error,"
+                        " state, next_attempt_at FROM outbox WHERE file = ? AND state = 'pending'"
+                        " AND next_attempt_at <= ? ORDER BY next_attempt_at, enqueued_at",
+                        (file, now),
+                    )
+                ]
                 self._db.executemany(
                     "UPDATE outbox SET state = 'inflight', updated_at = ? WHERE block_id = ?",
                     [(now, r[0]) for r in rows],

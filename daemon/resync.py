@@ -15,16 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aclarai.daemon.adopt import adopt_files
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
 from aclarai.daemon.control import UsageRecorder
+from aclarai.daemon.dashboard import DashboardWrite, refresh_dashboard
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
     build_store,
     build_vault,
 )
-from aclarai.daemon.lock import VaultLock
+from aclarai.daemon.importer import ImportReport, import_rows
+from aclarai.daemon.inbox import drain_inbox, inbox_for
+from aclarai.daemon.lock import ONE_SHOT_ROLE, VaultLock
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.scan import Scanner, ScanReport, live_blocks
 from aclarai.daemon.writer import remove_stale_temp_files
@@ -50,6 +54,12 @@ class ResyncSummary:
     """Blocks still in the queue after the run (waiting for a retry or for the store)."""
     quality_threshold: float = DEFAULT_QUALITY_THRESHOLD
     """What ``counts.low_quality`` counts claims below (``threshold.claim_quality``)."""
+    dashboard: DashboardWrite | None = None
+    """The dashboard note at the end of the pass (``None``: turned off or not written)."""
+    model_error: str | None = None
+    """Why the model did nothing useful (unreachable, or every extraction or evaluation failed)."""
+    imported: ImportReport | None = None
+    """What the inbox drain before the pass imported (``None``: no inbox, or a dry run)."""
 
     @property
     def ok(self) -> bool:
@@ -105,7 +115,8 @@ def resync(
     state_dir = config.state_dir_for(vault_root)
     threshold = config.threshold.claim_quality
     vault = build_vault(config, vault_root)
-    lock = VaultLock(state_dir, "resync")
+    # A dry run writes nothing to the vault, so it neither needs nor leaves the vault's lock.
+    lock = VaultLock(state_dir, ONE_SHOT_ROLE, vault=None if dry_run else vault.root)
     lock.acquire(timeout_s=lock_timeout_s)
     with lock:
         queue = build_queue(config, state_dir)
@@ -127,11 +138,16 @@ def resync(
             queue.recover_inflight()
             queue.make_due()
             remove_stale_temp_files(vault.root)
+            inbox = inbox_for(config, vault.root)
+            imported = drain_inbox(inbox)[0] if inbox is not None else None
+            adopt_files(vault.root / folder for folder in config.adopt.folders)
             report, stats = ScanReport(), DrainStats()
             usage: dict[str, int] = {}
             store_error: str | None = None
+            model = ""
             try:
                 agents = build_agents(config, state_dir, store, reevaluate=reevaluate)
+                model = agents.evaluator.model_id
                 try:
                     consumer = DirtyBlockConsumer(
                         vault,
@@ -158,8 +174,14 @@ def resync(
                 store_error, counts = str(exc), None
             if store_error is None and stats.store_errors:
                 store_error = stats.store_errors[0]
+            model_error = stats.model_failure()
+            dashboard = None
             if store_error is None:
-                queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                if model_error is None:
+                    # A pass the model sat out did not bring the vault up to date.
+                    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    queue.set_meta("last_resync", stamp)
+                dashboard = refresh_dashboard(config, vault.root, store, queue, model=model)
             else:
                 # Driver messages span lines; the summary gives one.
                 store_error = " ".join(store_error.split())
@@ -174,6 +196,9 @@ def resync(
                 store_error=store_error,
                 queued=queue.depth(),
                 quality_threshold=threshold,
+                dashboard=dashboard,
+                model_error=model_error,
+                imported=imported,
             )
         finally:
             store.close()
@@ -207,10 +232,21 @@ def format_summary(summary: ResyncSummary) -> str:
         rows.append((f"llm {key}", value))
     if summary.queued is not None:
         rows.append(("blocks still queued", summary.queued))
+    if summary.dashboard is not None:
+        state = "written" if summary.dashboard.written else "unchanged"
+        rows.append(("dashboard", f"{summary.dashboard.path} ({state})"))
     rows.append(("time", f"{summary.elapsed_s:.2f} s"))
     width = max(len(k) for k, _ in rows)
+    if summary.imported is not None:
+        width = max(width, *(len(k) + 2 for k, _ in import_rows(summary.imported)))
     title = "aclarai resync" + (" --dry-run" if summary.dry_run else "") + f": {summary.vault}"
     lines = [title, "-" * len(title)]
+    if summary.imported is not None:
+        imported = import_rows(summary.imported)
+        lines.append("step 1, import the inbox:")
+        lines += [f"  {k.ljust(width - 2)}  {v}" for k, v in imported]
+        lines += [f"  error: {error}" for error in summary.imported.errors]
+        lines.append("step 2, sync and grade:")
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
     if summary.dry_run:
         lines.append("would sync and evaluate:" if s.dirty_files else "nothing would change")
@@ -219,6 +255,11 @@ def format_summary(summary: ResyncSummary) -> str:
         lines += [
             f"graph store unavailable: {summary.store_error}",
             "the queued work is kept: run `aclarai resync` again once the store is back",
+        ]
+    if summary.model_error is not None:
+        lines += [
+            f"model unavailable: {summary.model_error}",
+            "the queued work is kept: run `aclarai resync` again once the model answers",
         ]
     return "\n".join(lines)
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -24,17 +25,23 @@ from aclarai.agents import (
     EvaluatorVerifier,
     Interaction,
     Judge,
+    JudgeSpec,
     NLIQAPipeline,
     PairScore,
     QAItem,
     RuleBasedPronounResolver,
     Verifier,
+    load_judge_specs,
     offline_judges,
     verify_claims,
 )
 from aclarai.daemon.config import ServiceSettings
+from aclarai.parsers import EvaluatorUnavailable
 
 logger = logging.getLogger(__name__)
+
+MODEL_RETRY_AFTER_S = 30.0
+"""What ``Retry-After`` asks of a client while the model endpoint is unreachable."""
 
 NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
@@ -187,11 +194,25 @@ class ServiceCore:
     evaluator: Evaluator
     owned: tuple[_Closeable, ...] = ()
     """Other things to close with the core (the LLM client)."""
+    model_unreachable: Callable[[], str | None] | None = None
+    """Why the model endpoint cannot be reached now (``None`` while it answers)."""
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
-        """Verdict on one agent answer."""
+        """Verdict on one agent answer.
+
+        Raises:
+            EvaluatorUnavailable: a judge failed because the model endpoint is unreachable:
+                no verdict rather than one made without the model (the API answers 503, the
+                stream worker leaves the event pending).
+        """
         i = request.interaction
         result = self.answers.evaluate(Interaction(i.user_query, i.context, i.answer))
+        if self.model_unreachable is not None and any(s.score is None for s in result.stages):
+            why = self.model_unreachable()
+            if why is not None:
+                raise EvaluatorUnavailable(
+                    f"model endpoint unreachable: {why}", retry_after=MODEL_RETRY_AFTER_S
+                )
         return EvaluateResponse(
             id=request.event_id,
             stages=[
@@ -246,6 +267,11 @@ def answer_settings(service: ServiceSettings) -> AnswerEvalSettings:
     )
 
 
+def judge_specs(service: ServiceSettings) -> list[JudgeSpec]:
+    """The judges of ``service.judges_file``, or the shipped ones."""
+    return load_judge_specs(None if service.judges_file is None else Path(service.judges_file))
+
+
 def assemble_core(
     service: ServiceSettings,
     evaluator: Evaluator,
@@ -265,7 +291,8 @@ def assemble_core(
     """
     return ServiceCore(
         answers=AnswerEvaluator(
-            offline_judges(evaluator) if judges is None else judges, answer_settings(service)
+            offline_judges(evaluator, judge_specs(service)) if judges is None else judges,
+            answer_settings(service),
         ),
         nli=nli or NLIQAPipeline(evaluator, RuleBasedPronounResolver()),
         verifier=verifier or EvaluatorVerifier(evaluator),

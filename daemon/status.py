@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
+from aclarai.daemon.consumer import MODEL_DOWN_META
 from aclarai.daemon.control import Heartbeat, read_heartbeat, read_usage
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
 from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
@@ -41,6 +42,8 @@ class Status:
     """The lowest-quality claims below ``quality_threshold`` (at most ``LOW_QUALITY_SHOWN``)."""
     llm_usage: dict[str, int] = field(default_factory=dict)
     """What every resync and daemon run on this vault has spent on the LLM endpoint."""
+    model_down_since: str | None = None
+    """When the daemon found the model endpoint unreachable, while it still is."""
 
 
 def collect_status(config: Config, vault_root: Path, *, verify: bool = False) -> Status:
@@ -69,6 +72,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         paused = queue.get_meta("paused") == "1" or (state_dir / "PAUSED").exists()
         heartbeat = read_heartbeat(queue)
         usage = read_usage(queue)
+        model_down = queue.get_meta(MODEL_DOWN_META)
     finally:
         queue.close()
     counts = error = None
@@ -104,6 +108,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         quality_threshold=threshold,
         low_quality=low_quality,
         llm_usage=usage,
+        model_down_since=model_down,
     )
 
 
@@ -138,6 +143,8 @@ def format_status(status: Status) -> str:
         lines.append(f"graph        unavailable: {status.counts_error}")
     usage = _usage_line(status.llm_usage) if status.llm_usage else "none recorded"
     lines.append(f"llm usage    {usage}")
+    if status.model_down_since is not None:
+        lines.append(f"model        unreachable since {status.model_down_since}, work queued")
     if status.drift is not None:
         drift = "in step" if status.drift == 0 else f"{status.drift} block(s) differ from the vault"
         lines.append(f"verify       {drift}")

@@ -13,9 +13,12 @@ to ``redis.dead_letter_stream`` with the error, and is acknowledged. Several con
 share one group; that is how the service scales out.
 
 Redis being unreachable is never fatal: it is logged once, retried with capped exponential
-backoff, and logged again when the connection is back. A stop request (SIGTERM, SIGINT or the
-caller's stop event) lets the entry in hand finish; entries read in the same batch but not started
-stay pending and are reclaimed by another consumer after ``claim_idle_ms``.
+backoff, and logged again when the connection is back. The model endpoint being unreachable is
+handled the same way: the entry is not acknowledged (no ``review`` verdict made without the model)
+and stays pending with its delivery count put back, so an outage never dead-letters events. A
+stop request (SIGTERM, SIGINT or the caller's stop event) lets the entry in hand finish; entries
+read in the same batch but not started stay pending and are reclaimed by another consumer after
+``claim_idle_ms``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from aclarai.daemon.service import (
     ServiceCore,
     parse_evaluate_payload,
 )
-from aclarai.parsers import BrokerUnavailable
+from aclarai.parsers import BrokerUnavailable, TransientError
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,8 @@ class ConsumeStats:
     failed: int = 0
     """Evaluations that raised and were left pending for another delivery."""
     broker_outages: int = 0
+    model_outages: int = 0
+    """Times the model endpoint went away; the events waited, pending."""
 
 
 def consume(
@@ -144,7 +149,7 @@ class StreamConsumer:
 
     def run(self, stop: StopEvent, *, burst: bool = False) -> ConsumeStats:
         """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
-        ready = down = False
+        ready = down = model_down = False
         delay = BACKOFF_INITIAL_S
         next_claim = 0.0
         claim_every_s = max(0.05, self._s.claim_idle_ms / 2000)
@@ -155,7 +160,9 @@ class StreamConsumer:
                     self._drain_own_pending(stop)
                     if down:
                         logger.info("Redis at %s is reachable again", _redact(self._s.url))
-                    ready, down, delay = True, False, BACKOFF_INITIAL_S
+                    if model_down:
+                        logger.info("the model answers again; pending events evaluated")
+                    ready, down, model_down, delay = True, False, False, BACKOFF_INITIAL_S
                 worked = 0
                 if self._clock() >= next_claim:
                     worked += self._reclaim(stop)
@@ -171,6 +178,16 @@ class StreamConsumer:
                     logger.warning("Redis unavailable (%s); retrying with backoff", exc)
                     self.stats.broker_outages += 1
                 ready, down = False, True
+                _sleep(stop, delay * (0.5 + random.random() / 2))
+                delay = min(delay * 2, BACKOFF_MAX_S)
+            except TransientError as exc:
+                # The model endpoint (Redis is BrokerUnavailable, above): events stay pending.
+                if not model_down:
+                    logger.warning("model unavailable (%s); events stay pending, retrying", exc)
+                    self.stats.model_outages += 1
+                if burst:
+                    return self.stats  # a drain-and-exit run does not wait for the model
+                ready, model_down = False, True
                 _sleep(stop, delay * (0.5 + random.random() / 2))
                 delay = min(delay * 2, BACKOFF_MAX_S)
             except redis.ResponseError as exc:
@@ -282,6 +299,20 @@ class StreamConsumer:
             return
         try:
             response = self._core.evaluate(request)
+        except TransientError:
+            # The model endpoint is away, which is not this entry's fault: it stays pending
+            # with its delivery count put back, and the worker backs off (see run).
+            with _broker(self._s.url):
+                self._redis.xclaim(
+                    self._s.stream,
+                    self._s.group,
+                    self.name,
+                    0,
+                    [entry_id],
+                    retrycount=max(deliveries - 1, 0),
+                    justid=True,
+                )
+            raise
         except Exception as exc:
             error = f"evaluation failed: {type(exc).__name__}: {exc}"
             if deliveries >= self._s.max_deliveries:

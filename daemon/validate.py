@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aclarai.agents import EvalItem
-from aclarai.agents.validation import (
+from aclarai.agents import (
     VERDICT_ORDER,
     AnswerAgreement,
     ClaimAgreement,
+    EvalItem,
     answer_agreement,
     claim_agreement,
 )

@@ -1,14 +1,23 @@
 """Which files of a vault are notes, and reading them.
 
 A note is a ``.md`` file under the vault matched by the include globs and none of the exclude
-globs, outside every dot folder (``.obsidian/``, ``.trash/``, ``.git/`` …), and not a symlink
-leading outside the vault. Our own temp files are never notes.
+globs, outside every dot folder (``.obsidian/``, ``.trash/``, ``.git/``, our own ``.aclarai/`` …),
+and not a symlink. Our own temp files are never notes. A symlink that loops or leads outside the
+vault is reported once per walk; a symlink to a file or folder inside it is skipped quietly (its
+target is walked where it lies).
+
+Following a path can fail in more ways than ``OSError``: Python 3.11's ``Path.resolve`` raises
+``RuntimeError`` for a symlink loop. Paths are therefore only followed here, through
+:func:`os.path.realpath`, which reports a loop as ``OSError(ELOOP)`` in strict mode and never
+raises otherwise.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,8 +78,8 @@ class Vault:
             return path.absolute().relative_to(self.root).as_posix()
         except ValueError:
             try:
-                return path.resolve().relative_to(self.root).as_posix()
-            except (ValueError, OSError):
+                return Path(os.path.realpath(path)).relative_to(self.root).as_posix()
+            except ValueError:
                 return None
 
     def is_note_path(self, rel: str) -> bool:
@@ -84,12 +93,21 @@ class Vault:
             return False
         return not any(_glob_match(rel, pattern) for pattern in self.exclude)
 
-    def _inside(self, path: Path) -> bool:
+    def symlink_problem(self, path: Path) -> str | None:
+        """Why the symlink at ``path`` must be reported (a loop, or it leads outside the
+        vault), or ``None`` for a symlink inside the vault and for anything not a symlink."""
+        if not os.path.islink(path):
+            return None
         try:
-            path.resolve().relative_to(self.root)
-        except (ValueError, OSError):
-            return False
-        return True
+            target = os.path.realpath(path, strict=True)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "a symlink loop"
+            # Dangling: judged by where it would lead.
+            target = os.path.realpath(path)
+        if Path(target).is_relative_to(self.root):
+            return None
+        return "a symlink leading outside the vault"
 
     def iter_notes(self) -> Iterator[NoteFile]:
         """Every note of the vault in path order (depth first), without reading any."""
@@ -106,17 +124,18 @@ class Vault:
                 continue
             path = Path(entry.path)
             try:
-                if entry.is_symlink() and not self._inside(path):
-                    log.warning("skipping %s: symlink leading outside the vault", path)
+                if entry.is_symlink():
+                    problem = self.symlink_problem(path)
+                    if problem is not None:
+                        log.warning("skipping %s: %s", path, problem)
                     continue
                 if entry.is_dir():
-                    if not entry.is_symlink():
-                        yield from self._walk(path)
+                    yield from self._walk(path)
                     continue
                 if not entry.is_file():
                     continue
                 rel = path.relative_to(self.root).as_posix()
-                if entry.is_symlink() or not self.is_note_path(rel):
+                if not self.is_note_path(rel):
                     continue
                 st = entry.stat()
             except OSError as exc:
@@ -130,12 +149,10 @@ class Vault:
         if not self.is_note_path(rel):
             return None
         try:
-            if path.is_symlink() and not self._inside(path):
-                return None
-            st = path.stat()
+            st = path.lstat()
         except OSError:
             return None
-        if not path.is_file():
+        if not stat.S_ISREG(st.st_mode):
             return None
         return NoteFile(rel=rel, path=path, mtime_ns=st.st_mtime_ns, size=st.st_size)
 

@@ -37,8 +37,9 @@ from aclarai.daemon.writer import sha256_bytes
 
 log = logging.getLogger(__name__)
 
-NOT_A_FILE = "!not-a-regular-file"
-"""Digest of a note path that holds a folder, a FIFO or a socket: never read, never a note."""
+NOT_A_NOTE = "!not-a-note:"
+"""Prefix of the digest of a note path that holds a folder, a FIFO, a socket or a symlink: never
+read, never a note. The reason follows when it deserves a log line (a symlink loop …)."""
 
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
 """Reads (our own digest reads included) and metadata changes never change a note's bytes."""
@@ -166,13 +167,15 @@ def note_digest(vault: Vault, rel: str) -> str | None:
     """
     path = vault.root / rel
     try:
-        st = path.stat()
+        st = path.lstat()
     except FileNotFoundError:
         return None
     except OSError as exc:
         return f"!{exc.errno}"
+    if stat.S_ISLNK(st.st_mode):
+        return NOT_A_NOTE + (vault.symlink_problem(path) or "")
     if not stat.S_ISREG(st.st_mode):
-        return NOT_A_FILE
+        return NOT_A_NOTE + "not a regular file (a folder, FIFO or socket)"
     if st.st_size > vault.max_file_bytes:
         return f"!size={st.st_size},mtime={st.st_mtime_ns}"
     try:
@@ -289,8 +292,14 @@ class VaultWatcher:
         for rel, digest in self.debouncer.step(now):
             if digest is None:
                 gone.append(rel)
-            elif digest == NOT_A_FILE:
-                log.warning("%s is not a regular file (a folder, FIFO or socket); ignored", rel)
+            elif digest.startswith(NOT_A_NOTE):
+                reason = digest[len(NOT_A_NOTE) :]
+                log.log(
+                    logging.WARNING if reason else logging.DEBUG,
+                    "%s is %s; ignored",
+                    rel,
+                    reason or "a symlink inside the vault (its target is the note)",
+                )
                 gone.append(rel)
             elif self.own_writes.is_own(rel, digest):
                 log.debug("%s: our own write, nothing to do", rel)

@@ -8,6 +8,10 @@ the note with ``os.replace`` (atomic on POSIX), and the folder is fsynced so the
 survives a crash. The note's permission bits are kept. A crash at any instant leaves either the
 old or the new note, never a mix; at worst a stray temp file, which :func:`remove_stale_temp_files`
 cleans.
+
+A new file (the dashboard note) is created the same way, through :func:`create_if_absent`: the
+temp file is hard-linked to the final name, which fails if anything is there already, so a note
+someone created meanwhile is never replaced.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 import os
 import secrets
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from aclarai.parsers import WriteConflict
@@ -74,6 +79,75 @@ def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.s
         raise
     _fsync_dir(folder)
     return written
+
+
+def create_if_absent(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_result:
+    """Create ``path`` holding ``data``, atomically, unless something is there already.
+
+    Returns the new file's stat.
+
+    Raises:
+        WriteConflict: ``path`` exists (it was created since the caller looked); nothing written.
+        OSError: the folder is missing or not writable, the disk is full …; nothing was written.
+    """
+    folder = path.parent
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError as exc:
+            raise WriteConflict(f"{path} appeared before it was created", path=path) from exc
+        written = path.stat()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _fsync_dir(folder)
+    return written
+
+
+def create_many(files: Sequence[tuple[Path, bytes]], *, mode: int = 0o644) -> list[bool]:
+    """:func:`create_if_absent` for many new files at once; whether each was created.
+
+    Same promise, paid once: every temp file is written, then one ``sync()`` makes them all
+    durable (one fsync per file costs ~10 ms on a real disk: an import of 2,000 conversations
+    would wait 20 s), then each is linked to its name (``False`` where the name exists: that
+    file is not written) and each folder is fsynced once.
+
+    Raises:
+        OSError: a folder is missing or not writable, the disk is full …; the files linked
+            before it are whole, the others were not created.
+    """
+    temps: list[Path] = []
+    try:
+        for path, data in files:
+            tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            temps.append(tmp)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                os.fchmod(handle.fileno(), mode)
+        os.sync()
+        created = []
+        for (path, _), tmp in zip(files, temps, strict=True):
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                created.append(False)
+            else:
+                created.append(True)
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+    for folder in {path.parent for path, _ in files}:
+        _fsync_dir(folder)
+    return created
 
 
 def _fsync_dir(folder: Path) -> None:

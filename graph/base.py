@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from aclarai.parsers import DailyQuality, NoteStats
+
 
 @dataclass(frozen=True, slots=True)
 class FileState:
@@ -205,18 +207,59 @@ class GraphStore(ABC):
 
     @abstractmethod
     def low_quality_claims(
-        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+        self,
+        threshold: float = DEFAULT_QUALITY_THRESHOLD,
+        limit: int | None = 10,
+        *,
+        file: str | None = None,
     ) -> list[StoredClaim]:
         """Claims of live blocks whose edge quality is non-null and below ``threshold``.
 
         Args:
             threshold: Quality under which a claim is marked (strictly below).
-            limit: At most this many are returned.
+            limit: At most this many are returned; ``None``: all of them.
+            file: Only the claims of this note's blocks.
 
         Returns:
             The lowest first (ties by claim id, then block id); one entry per edge, so a claim
             originating from two blocks may appear twice.
         """
+
+    @abstractmethod
+    def failed_claims(
+        self, limit: int | None = None, *, file: str | None = None
+    ) -> list[StoredClaim]:
+        """Claims of live blocks whose last evaluation left a null score (``status`` says why).
+
+        Args:
+            limit: At most this many are returned; ``None``: all of them.
+            file: Only the claims of this note's blocks.
+
+        Returns:
+            In file, block position and claim order.
+        """
+
+    @abstractmethod
+    def note_stats(self, threshold: float = DEFAULT_QUALITY_THRESHOLD) -> list[NoteStats]:
+        """Per note with live blocks, in path order: blocks, claims, mean quality, the weakest
+        claim (lowest quality; ties by claim id, then block id; its ``block_text`` is left
+        empty), the latest ``evaluated_at`` and how many claims are below ``threshold``. Only
+        edges of live blocks count; a claim on two blocks counts once per block."""
+
+    @abstractmethod
+    def score_counts(self) -> dict[str, dict[int, int]]:
+        """How many edges of live blocks carry each score value, rounded to hundredths.
+
+        Returns:
+            For each name of :data:`~aclarai.parsers.SCORE_NAMES` with at least one non-null
+            value: ``{round(value * 100): edges}``. Scores are shown with two decimals, so the
+            distribution bins what a reader sees; and the answer stays small whatever the vault.
+        """
+
+    @abstractmethod
+    def daily_quality(self) -> list[DailyQuality]:
+        """Mean non-null quality of the edges of live blocks per UTC day of ``evaluated_at``,
+        oldest day first."""
 
     @abstractmethod
     def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:

@@ -145,15 +145,58 @@ OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
 
 # The limit applies to edges, before the omitted elements multiply the rows. A null quality (an
 # absent property) never compares below the threshold.
-LOW_QUALITY_CLAIMS = (
-    """
+_LOW_QUALITY_EDGES = """
 MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
-WHERE b.deleted_at IS NULL AND e.quality < $threshold
-WITH c, e, b ORDER BY e.quality, c.id, b.id LIMIT $limit
+WHERE b.deleted_at IS NULL AND e.quality < $threshold AND ($file IS NULL OR b.file = $file)
+WITH c, e, b ORDER BY e.quality, c.id, b.id
+"""
+_OMITTED = """
 OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
 """
-    + _CLAIM_FIELDS
-)
+LOW_QUALITY_CLAIMS = _LOW_QUALITY_EDGES + "LIMIT $limit" + _OMITTED + _CLAIM_FIELDS
+LOW_QUALITY_CLAIMS_ALL = _LOW_QUALITY_EDGES + _OMITTED + _CLAIM_FIELDS
+
+_FAILED_EDGES = """
+MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
+WHERE b.deleted_at IS NULL AND e.evaluated_hash IS NOT NULL AND ($file IS NULL OR b.file = $file)
+  AND (e.entailed_score IS NULL OR e.coverage_score IS NULL
+    OR e.decontextualization_score IS NULL)
+WITH c, e, b ORDER BY b.file, b.position, e.ordinal, c.id
+"""
+FAILED_CLAIMS = _FAILED_EDGES + "LIMIT $limit" + _OMITTED + _CLAIM_FIELDS
+FAILED_CLAIMS_ALL = _FAILED_EDGES + _OMITTED + _CLAIM_FIELDS
+
+# The weakest claim: every edge at the note's lowest quality comes back (usually one) and the
+# caller breaks ties, rather than trusting the row order an aggregation sees.
+NOTE_STATS = """
+MATCH (b:Block) WHERE b.deleted_at IS NULL
+OPTIONAL MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b)
+WITH b.file AS file, count(DISTINCT b.id) AS blocks, count(e) AS claims,
+  count(e.quality) AS scored, avg(e.quality) AS mean_quality,
+  max(e.evaluated_at) AS last_evaluated, min(e.quality) AS lowest,
+  count(CASE WHEN e.quality < $threshold THEN 1 END) AS below,
+  collect(CASE WHEN e.quality IS NOT NULL THEN [e.quality, c.id, b.id, c.text] END) AS scored_edges
+RETURN file, blocks, claims, scored, mean_quality, last_evaluated, below,
+  [x IN scored_edges WHERE x[0] = lowest] AS weakest
+ORDER BY file
+"""
+
+SCORE_COUNTS = """
+MATCH (:Claim)-[e:ORIGINATES_FROM]->(b:Block)
+WHERE b.deleted_at IS NULL AND e.evaluated_hash IS NOT NULL
+UNWIND [['entailed_score', e.entailed_score], ['coverage_score', e.coverage_score],
+  ['decontextualization_score', e.decontextualization_score]] AS pair
+WITH pair[0] AS name, pair[1] AS value
+WHERE value IS NOT NULL
+RETURN name, round(value * 100) AS hundredths, count(*) AS edges
+"""
+
+DAILY_QUALITY = """
+MATCH (:Claim)-[e:ORIGINATES_FROM]->(b:Block)
+WHERE b.deleted_at IS NULL AND e.quality IS NOT NULL
+RETURN substring(e.evaluated_at, 0, 10) AS day, avg(e.quality) AS mean_quality, count(*) AS edges
+ORDER BY day
+"""
 
 # ``SET e += props`` with a null value removes the property: a failed score reads back as None.
 WRITE_SCORES = """

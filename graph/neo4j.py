@@ -41,7 +41,7 @@ from aclarai.graph.base import (
     StoredClaim,
     SyncResult,
 )
-from aclarai.parsers import StoreError, StoreUnavailable
+from aclarai.parsers import ClaimRef, DailyQuality, NoteStats, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -419,16 +419,71 @@ class Neo4jStore(GraphStore):
         return int(row["written"])
 
     def low_quality_claims(
-        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+        self,
+        threshold: float = DEFAULT_QUALITY_THRESHOLD,
+        limit: int | None = 10,
+        *,
+        file: str | None = None,
     ) -> list[StoredClaim]:
         """See GraphStore."""
-        if limit < 0:
+        if limit is not None and limit < 0:
             raise ValueError("limit must not be negative")
         if limit == 0:
             return []
-        params = {"threshold": float(threshold), "limit": limit}
-        rows = self._query("low_quality_claims", cypher.LOW_QUALITY_CLAIMS, params)
+        params = {"threshold": float(threshold), "limit": limit, "file": file}
+        statement = cypher.LOW_QUALITY_CLAIMS_ALL if limit is None else cypher.LOW_QUALITY_CLAIMS
+        rows = self._query("low_quality_claims", statement, params)
         return sorted((claim for _, claim in _claims_from_rows(rows)), key=_by_quality)
+
+    def failed_claims(
+        self, limit: int | None = None, *, file: str | None = None
+    ) -> list[StoredClaim]:
+        """See GraphStore."""
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        if limit == 0:
+            return []
+        statement = cypher.FAILED_CLAIMS_ALL if limit is None else cypher.FAILED_CLAIMS
+        rows = self._query("failed_claims", statement, {"limit": limit, "file": file})
+        return [claim for _, claim in sorted(_claims_from_rows(rows), key=lambda item: item[0])]
+
+    def note_stats(self, threshold: float = DEFAULT_QUALITY_THRESHOLD) -> list[NoteStats]:
+        """See GraphStore."""
+        stats = []
+        params = {"threshold": float(threshold)}
+        for row in self._query("note_stats", cypher.NOTE_STATS, params):
+            weakest = None
+            if row["weakest"]:
+                quality, claim_id, block_id, text = min(row["weakest"], key=lambda w: w[1:3])
+                weakest = ClaimRef(claim_id, text, row["file"], block_id, "", quality=quality)
+            stats.append(
+                NoteStats(
+                    row["file"],
+                    row["blocks"],
+                    row["claims"],
+                    row["scored"],
+                    row["mean_quality"],
+                    weakest,
+                    row["last_evaluated"],
+                    row["below"],
+                )
+            )
+        return stats
+
+    def score_counts(self) -> dict[str, dict[int, int]]:
+        """See GraphStore."""
+        counts: dict[str, dict[int, int]] = {}
+        for row in self._query("score_counts", cypher.SCORE_COUNTS, {}):
+            by_value = counts.setdefault(row["name"], {})
+            # Two float roundings of the same hundredth fold into one key.
+            key = int(row["hundredths"])
+            by_value[key] = by_value.get(key, 0) + row["edges"]
+        return counts
+
+    def daily_quality(self) -> list[DailyQuality]:
+        """See GraphStore."""
+        rows = self._query("daily_quality", cypher.DAILY_QUALITY, {})
+        return [DailyQuality(r["day"], r["mean_quality"], r["edges"]) for r in rows]
 
     def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:
         params = {"threshold": float(quality_threshold)}

@@ -44,7 +44,14 @@ from aclarai.graph.base import (
     SyncResult,
 )
 from aclarai.graph.migrations import migrate
-from aclarai.parsers import StoreError, StoreUnavailable
+from aclarai.parsers import (
+    SCORE_NAMES,
+    ClaimRef,
+    DailyQuality,
+    NoteStats,
+    StoreError,
+    StoreUnavailable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +98,42 @@ _WRITE_SCORE = """
 
 _ANY_NULL_SCORE = (
     "(e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)"
+)
+
+
+# Edges of live blocks without a join per edge: the deleted blocks are few, and SQLite builds
+# their id list once.
+_LIVE_EDGE = "e.block_id NOT IN (SELECT id FROM blocks WHERE deleted_at IS NOT NULL)"
+
+# One row per note with live blocks, in one pass. The weakest claim is the least of a key that
+# sorts as (quality, claim id, block id): a fixed-width quality in [0, 1] compares as text.
+_NOTE_STATS = """
+    SELECT b.file, count(DISTINCT b.id), count(e.claim_id), count(e.quality), avg(e.quality),
+        max(e.evaluated_at), count(CASE WHEN e.quality < ? THEN 1 END), min(e.quality),
+        min(CASE WHEN e.quality IS NOT NULL
+            THEN printf('%.17f', e.quality) || char(31) || e.claim_id || char(31) || e.block_id
+        END)
+    FROM blocks b LEFT JOIN edges e ON e.block_id = b.id
+    WHERE b.deleted_at IS NULL
+    GROUP BY b.file ORDER BY b.file
+"""
+
+# The live scores are read once; each distribution is then grouped from that copy.
+_SCORE_COUNTS = (
+    "WITH s AS MATERIALIZED (SELECT "
+    + ", ".join(f"e.{name} AS {name}" for name in SCORE_NAMES)
+    + f" FROM edges e WHERE e.evaluated_hash IS NOT NULL AND {_LIVE_EDGE}) "
+    + " UNION ALL ".join(
+        f"SELECT '{name}', round({name} * 100), count(*) FROM s WHERE {name} IS NOT NULL GROUP BY 2"
+        for name in SCORE_NAMES
+    )
+)
+
+# ``+e.quality`` keeps the planner off the quality index: a full scan in table order beats
+# visiting every scored row in quality order.
+_DAILY_QUALITY = (
+    "SELECT substr(e.evaluated_at, 1, 10) AS day, avg(e.quality), count(*) FROM edges e "
+    f"WHERE +e.quality IS NOT NULL AND {_LIVE_EDGE} GROUP BY day ORDER BY day"
 )
 
 
@@ -408,20 +451,74 @@ class SqliteStore(GraphStore):
             return conn.executemany(_WRITE_SCORE, params).rowcount
 
     def low_quality_claims(
-        self, threshold: float = DEFAULT_QUALITY_THRESHOLD, limit: int = 10
+        self,
+        threshold: float = DEFAULT_QUALITY_THRESHOLD,
+        limit: int | None = 10,
+        *,
+        file: str | None = None,
     ) -> list[StoredClaim]:
         """See GraphStore; a NULL quality never compares below the threshold."""
-        if limit < 0:
+        if limit is not None and limit < 0:
             raise ValueError("limit must not be negative")
         with self._read("low_quality_claims") as conn:
             rows = conn.execute(
                 f"SELECT {_CLAIM_COLUMNS} FROM edges e "
                 "JOIN blocks b ON b.id = e.block_id JOIN claims c ON c.id = e.claim_id "
-                "WHERE b.deleted_at IS NULL AND e.quality < ? "
+                "WHERE b.deleted_at IS NULL AND e.quality < ? AND (? IS NULL OR b.file = ?) "
                 "ORDER BY e.quality, c.id, e.block_id LIMIT ?",
-                (threshold, limit),
+                (threshold, file, file, -1 if limit is None else limit),
             ).fetchall()
         return [_stored_claim(row) for row in rows]
+
+    def failed_claims(
+        self, limit: int | None = None, *, file: str | None = None
+    ) -> list[StoredClaim]:
+        """See GraphStore."""
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        with self._read("failed_claims") as conn:
+            rows = conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM edges e "
+                "JOIN blocks b ON b.id = e.block_id JOIN claims c ON c.id = e.claim_id "
+                f"WHERE b.deleted_at IS NULL AND e.evaluated_hash IS NOT NULL AND {_ANY_NULL_SCORE}"
+                " AND (? IS NULL OR b.file = ?) ORDER BY b.file, b.position, e.ordinal LIMIT ?",
+                (file, file, -1 if limit is None else limit),
+            ).fetchall()
+        return [_stored_claim(row) for row in rows]
+
+    def note_stats(self, threshold: float = DEFAULT_QUALITY_THRESHOLD) -> list[NoteStats]:
+        """See GraphStore."""
+        with self._read("note_stats") as conn:
+            rows = conn.execute(_NOTE_STATS, (threshold,)).fetchall()
+            keys = {row[-1].split("\x1f")[1] for row in rows if row[-1] is not None}
+            texts = dict(
+                conn.execute(
+                    f"SELECT id, text FROM claims WHERE id {_IN_JSON}", (_json_list(keys),)
+                ).fetchall()
+            )
+        stats = []
+        for file, blocks, claims, scored, mean, last, below, lowest, key in rows:
+            weakest = None
+            if key is not None:
+                _, claim_id, block_id = key.split("\x1f")
+                weakest = ClaimRef(claim_id, texts[claim_id], file, block_id, "", quality=lowest)
+            stats.append(NoteStats(file, blocks, claims, scored, mean, weakest, last, below))
+        return stats
+
+    def score_counts(self) -> dict[str, dict[int, int]]:
+        """See GraphStore."""
+        with self._read("score_counts") as conn:
+            rows = conn.execute(_SCORE_COUNTS).fetchall()
+        counts: dict[str, dict[int, int]] = {}
+        for name, hundredths, n in rows:
+            counts.setdefault(name, {})[int(hundredths)] = n
+        return counts
+
+    def daily_quality(self) -> list[DailyQuality]:
+        """See GraphStore."""
+        with self._read("daily_quality") as conn:
+            rows = conn.execute(_DAILY_QUALITY).fetchall()
+        return [DailyQuality(day, mean, n) for day, mean, n in rows]
 
     def counts(self, *, quality_threshold: float = DEFAULT_QUALITY_THRESHOLD) -> StoreCounts:
         with self._read("counts") as conn:

@@ -1,7 +1,17 @@
 """Pure text: the one grammar of ``aclarai:`` comments, Tier 1 blocks and their hashes, score
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
+from aclarai.parsers.adopt import Adopted, adopt_note
 from aclarai.parsers.blocks import decode_note, parse_note
+from aclarai.parsers.dashboard import (
+    ClaimRef,
+    DailyQuality,
+    DashboardData,
+    DeadLetter,
+    NoteStats,
+    render_dashboard,
+    same_dashboard,
+)
 from aclarai.parsers.errors import (
     AclaraiError,
     BrokerUnavailable,
@@ -32,12 +42,18 @@ __all__ = [
     "SCORE_NAMES",
     "AclaraiComment",
     "AclaraiError",
+    "Adopted",
     "Block",
     "BrokerUnavailable",
+    "ClaimRef",
     "CommentKind",
     "ConfigError",
+    "DailyQuality",
+    "DashboardData",
+    "DeadLetter",
     "EvaluationError",
     "EvaluatorUnavailable",
+    "NoteStats",
     "ParseError",
     "ParsedNote",
     "Problem",
@@ -48,6 +64,7 @@ __all__ = [
     "StoreUnavailable",
     "TransientError",
     "WriteConflict",
+    "adopt_note",
     "apply_scores",
     "content_hash",
     "decode_note",
@@ -56,6 +73,8 @@ __all__ = [
     "normalize_text",
     "parse_anchor",
     "parse_note",
+    "render_dashboard",
+    "same_dashboard",
     "scan_line",
     "split_for_nli",
     "split_sentences",

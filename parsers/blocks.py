@@ -1,11 +1,12 @@
 """Tier 1 notes → blocks: the utterances that end in an ``aclarai:id`` comment.
 
 A block's text is every line from the end of the previous block's comment zone (or the end of
-the header: YAML frontmatter and leading metadata comments) up to its id comment, without any
-``aclarai:`` comment or ``^anchor`` line. The id comment sits either on its own line after the
-text or at the end of the text's last line. Its **comment zone** is the run of score/metadata
-comment lines and ``^anchor`` lines right after it, plus (legacy placement, own-line layout only)
-the run of score comment lines directly above it; a blank line ends a zone.
+the header: YAML frontmatter and leading metadata comments, or a ``<!-- aclarai:block=start -->``
+line, which ``aclarai adopt`` puts after headings, tables and the like) up to its id comment,
+without any ``aclarai:`` comment or ``^anchor`` line. The id comment sits either on its own line
+after the text or at the end of the text's last line. Its **comment zone** is the run of
+score/metadata comment lines and ``^anchor`` lines right after it, plus (legacy placement,
+own-line layout only) the run of score comment lines directly above it; a blank line ends a zone.
 
 Lines inside fenced or indented code are plain text: markdown-it-py says where code is, and is
 skipped entirely when the note has no fence marker and no indented line.
@@ -26,6 +27,7 @@ from aclarai.parsers.grammar import (
     CommentKind,
     LineComments,
     decode_metadata_value,
+    is_block_start,
     parse_anchor,
     scan_line,
 )
@@ -214,6 +216,8 @@ class _Scanner:
                     legacy = []
                     if zone is None:
                         _append_text(pending, line, found)
+                    elif is_block_start(found):
+                        pending = []
                 index += 1
                 continue
             before = _without_comments(line[: marker.start], found.comments[:-1])

@@ -13,6 +13,12 @@ the score rewriter call these functions instead of matching comments themselves.
 ``aclarai:`` and the keys ``id``/``ver``/score names are case-insensitive, and any whitespace may
 sit inside ``<!-- -->`` and around ``=``. Ids are ASCII letters, digits, ``_`` and ``-``. A
 comment must close on the line where it opens; one that does not is reported, never guessed at.
+
+Numbers are bounded so that no comment can break what stores them: ``ver`` is an integer in
+0..2**31-1 (:data:`MAX_VERSION`; a write-back at the bound keeps it there), scores are decimals in
+0..1. Anything else (``ver=99999999999999999999``, ``ver=-1``, ``entailed_score=1e9``) is
+malformed. Metadata values are kept as text; JSON ones are decoded only when they nest less than
+:data:`MAX_JSON_DEPTH` deep, so no comment can exhaust the decoder.
 """
 
 from __future__ import annotations
@@ -34,6 +40,11 @@ _BLOCK_ID = re.compile(r"[A-Za-z0-9_-]+")
 _VERSION = re.compile(r"[0-9]+")
 _SCORE_VALUE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 _ANCHOR = re.compile(r"\s*\^([A-Za-z0-9_-]+)\s*")
+
+MAX_VERSION = 2**31 - 1
+"""The largest ``ver`` the grammar accepts (a signed 32-bit integer, what any store holds)."""
+MAX_JSON_DEPTH = 64
+"""JSON metadata nesting deeper than this stays raw text."""
 
 _SCORE_KEYS = frozenset(SCORE_NAMES)
 _JSON_STARTS = ("[", "{", '"')
@@ -153,7 +164,18 @@ def _classify_id(raw: str) -> tuple[CommentKind, str | None, object, int, str | 
         return CommentKind.ID, "id", match.group(1), 1, None
     if _VERSION.fullmatch(version) is None:
         return CommentKind.MALFORMED, "id", None, 1, f"bad ver={version!r}: expected a number"
-    return CommentKind.ID, "id", match.group(1), int(version), None
+    # Length first: int() of thousands of digits is slow, then refused.
+    digits = version.lstrip("0")
+    if len(digits) > len(str(MAX_VERSION)) or int(digits or "0") > MAX_VERSION:
+        shown = version if len(version) <= 24 else version[:20] + "…"
+        return (
+            CommentKind.MALFORMED,
+            "id",
+            None,
+            1,
+            f"bad ver={shown!r}: expected a number 0..{MAX_VERSION}",
+        )
+    return CommentKind.ID, "id", match.group(1), int(digits or "0"), None
 
 
 def _classify_score(name: str, raw: str) -> tuple[CommentKind, str | None, object, int, str | None]:
@@ -168,12 +190,56 @@ def decode_metadata_value(raw: str) -> object:
     Bare words stay strings even when they happen to be valid JSON, so ``title=2024`` is the
     title ``"2024"``, not the number 2024.
     """
-    if raw.startswith(_JSON_STARTS):
+    if raw.startswith(_JSON_STARTS) and _json_depth(raw) < MAX_JSON_DEPTH:
         try:
             return json.loads(raw)
         except ValueError:
             return raw
     return raw
+
+
+def _json_depth(raw: str) -> int:
+    """An upper bound of how deep ``raw`` nests (brackets inside strings counted too)."""
+    if raw.count("[") + raw.count("{") < MAX_JSON_DEPTH:
+        return 0
+    depth = deepest = 0
+    for char in raw:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def next_version(version: int) -> int:
+    """The ``ver`` a write-back gives a block: one more, but never over :data:`MAX_VERSION`."""
+    return min(version + 1, MAX_VERSION)
+
+
+BLOCK_START_COMMENT = "<!-- aclarai:block=start -->"
+"""A line of its own that says the next block's text starts after it: what comes before it
+since the previous block (a heading, a table …) belongs to no block."""
+
+
+def is_block_start(found: LineComments) -> bool:
+    """Whether a line's comments are exactly one ``block=start`` comment."""
+    if len(found.comments) != 1 or found.unterminated_at is not None:
+        return False
+    comment = found.comments[0]
+    return (
+        comment.kind is CommentKind.METADATA
+        and str(comment.key).lower() == "block"
+        and str(comment.value).lower() == "start"
+    )
+
+
+def escape_comment_openers(text: str) -> str:
+    """``text`` with every ``<!-- aclarai:`` made inert as ``<\\!-- aclarai:`` (Markdown still
+    shows ``<!--``), so text from outside can never pose as one of our comments."""
+    if "<!--" not in text:
+        return text
+    return _OPEN.sub(lambda match: "<\\!--" + match.group(0)[4:], text)
 
 
 def parse_anchor(line: str) -> str | None:
@@ -193,11 +259,11 @@ def format_id_comment(block_id: str, version: int) -> str:
     """The canonical id comment, e.g. ``<!-- aclarai:id=blk-x ver=2 -->``.
 
     Raises:
-        ValueError: ``block_id`` is not a valid id or ``version`` is negative.
+        ValueError: ``block_id`` is not a valid id or ``version`` is outside 0..MAX_VERSION.
     """
     if not is_block_id(block_id):
         raise ValueError(f"invalid block id {block_id!r}")
-    if version < 0:
+    if not 0 <= version <= MAX_VERSION:
         raise ValueError(f"invalid version {version}")
     return f"<!-- aclarai:id={block_id} ver={version} -->"
 

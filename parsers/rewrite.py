@@ -5,7 +5,10 @@ non-null score (``entailed_score``, ``coverage_score``, ``decontextualization_sc
 zone's other lines (``^anchor``, metadata) in their old order. An existing comment of the same
 name anywhere in the zone, including the legacy placement above the id comment, is replaced. A
 block whose zone would say the same thing (same values at two decimals, same order) is left
-alone and keeps its ``ver``; every other changed block gets ``ver=N+1`` once.
+alone and keeps its ``ver``; every other changed block gets ``ver=N+1`` once. A block named in
+``edited`` (its text changed since its comments were written) is rewritten whenever it has a
+score or a score comment: it gets ``ver=N+1`` even when its comments read the same, and a score
+it lacks loses its comment, since that comment described the old text.
 
 Only the id comment line and the zone lines of changed blocks are rewritten; every other byte
 (line endings, final newline or its absence, trailing spaces, frontmatter, other comments, code)
@@ -20,11 +23,16 @@ block is retried alone, then at column 0, and left alone (``skipped``) if it sti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from aclarai.parsers.blocks import Marker, NoteLayout, ZoneLine, scan_note
-from aclarai.parsers.grammar import format_id_comment, format_score_comment, format_score_value
+from aclarai.parsers.grammar import (
+    format_id_comment,
+    format_score_comment,
+    format_score_value,
+    next_version,
+)
 from aclarai.parsers.model import SCORE_NAMES, ParsedNote
 
 _SCORE_KEYS = frozenset(SCORE_NAMES)
@@ -53,15 +61,24 @@ class _Plan:
     given: Mapping[str, float]
     zone: list[ZoneLine | str]
     indent: str
+    renew: bool = False
 
 
-def apply_scores(text: str, scores: Mapping[str, Mapping[str, float | None]]) -> RewriteResult:
+def apply_scores(
+    text: str,
+    scores: Mapping[str, Mapping[str, float | None]],
+    *,
+    edited: Collection[str] = (),
+) -> RewriteResult:
     """Write block-level score comments into a note.
 
     Args:
         text: The note as read.
         scores: Block id → score name → value in 0..1, or ``None`` for a failed evaluation
-            (writes no comment and removes none).
+            (writes no comment and removes none, unless the block is ``edited``).
+        edited: Ids of blocks whose text changed since their comments were written: each gets
+            ``ver=N+1`` once if it has a score or a score comment, and keeps only the comments
+            of its non-null scores.
 
     Returns:
         The rewritten text (``text`` itself when nothing changed) and the changed blocks.
@@ -83,18 +100,19 @@ def apply_scores(text: str, scores: Mapping[str, Mapping[str, float | None]]) ->
             continue
         found.add(marker.block_id)
         given = {k: v for k, v in scores[marker.block_id].items() if v is not None}
-        zone = _new_zone(marker, given)
+        renew = marker.block_id in edited
+        zone = _new_zone(marker, given, renew=renew)
         if zone is not None:
             content = _content(layout.lines[marker.index])
             indent = content[: len(content) - len(content.lstrip())]
-            plans.append(_Plan(marker, given, zone, indent))
+            plans.append(_Plan(marker, given, zone, indent, renew))
     missing = tuple(block_id for block_id in scores if block_id not in found)
     new_text = _build(layout.lines, plans) if plans else text
     skipped: tuple[str, ...] = ()
     if plans and not _reads_back(layout, new_text, plans):
         plans, skipped = _plans_that_read_back(layout, plans)
         new_text = _build(layout.lines, plans) if plans else text
-    versions = {plan.marker.block_id: plan.marker.version + 1 for plan in plans}
+    versions = {plan.marker.block_id: next_version(plan.marker.version) for plan in plans}
     return RewriteResult(new_text, versions, tuple(versions), missing, skipped)
 
 
@@ -123,7 +141,7 @@ def _reads_back(layout: NoteLayout, text: str, plans: list[_Plan]) -> bool:
     if _signature(after.note, planned) != _signature(layout.note, planned):
         return False
     return all(
-        marker.version == planned[marker.block_id].marker.version + 1
+        marker.version == next_version(planned[marker.block_id].marker.version)
         and _new_zone(marker, planned[marker.block_id].given) is None
         for marker in after.markers
         if marker.block is not None and marker.block_id in planned
@@ -144,17 +162,29 @@ def _build(lines: list[str], plans: list[_Plan]) -> str:
     return _assemble(lines, replacements)
 
 
-def _new_zone(marker: Marker, given: Mapping[str, float]) -> list[ZoneLine | str] | None:
-    """The lines to follow the id comment (new comments as text), or ``None`` if unchanged."""
-    if not given:
+def _new_zone(
+    marker: Marker, given: Mapping[str, float], *, renew: bool = False
+) -> list[ZoneLine | str] | None:
+    """The lines to follow the id comment (new comments as text), or ``None`` if unchanged.
+
+    ``renew``: the block's text changed, so its old score comments are dropped and a block with
+    anything to say about scores is rewritten even if it would read the same.
+    """
+    if renew:
+        had_scores = any(line.score is not None for line in (*marker.above, *marker.below))
+        if not given and not had_scores:
+            return None
+    elif not given:
         return None
     zone: list[ZoneLine | str] = []
     for name in SCORE_NAMES:
         if name in given:
             zone.append(format_score_comment(name, given[name]))
-        else:
+        elif not renew:
             zone.extend(line for line in marker.below if line.score == name)
     zone.extend(line for line in marker.below if line.score is None)
+    if renew:
+        return zone
     moves_legacy = any(line.score in given for line in marker.above)
     if not moves_legacy and _same_zone(marker.below, zone, given):
         return None
@@ -194,12 +224,12 @@ def _replace_zone(
     """
     marker = plan.marker
     for line in marker.above:
-        if line.score in plan.given:
+        if line.score in plan.given or (plan.renew and line.score is not None):
             replacements[line.index] = []
     for line in marker.below:
         replacements[line.index] = []
     id_content = _content(lines[marker.index])
-    new_id = format_id_comment(marker.block_id, marker.version + 1)
+    new_id = format_id_comment(marker.block_id, next_version(marker.version))
     contents = [id_content[: marker.start] + new_id + id_content[marker.end :]]
     endings = [_own_eol(lines, marker.index)]
     for item in plan.zone:
@@ -210,7 +240,9 @@ def _replace_zone(
             contents.append(_content(lines[item.index]))
             endings.append(_own_eol(lines, item.index))
     last = marker.below[-1].index if marker.below else marker.index
-    endings = [ending or eol for ending in endings[:-1]] + [_own_eol(lines, last)]
+    # Every line but the group's last needs a line break; only the note's last line can end in
+    # nothing or in a lone CR, and that ending moves to the group's new last line.
+    endings = [e if e.endswith("\n") else eol for e in endings[:-1]] + [_own_eol(lines, last)]
     replacements[marker.index] = list(zip(contents, endings, strict=True))
 
 
@@ -219,10 +251,9 @@ def _content(line: str) -> str:
 
 
 def _own_eol(lines: list[str], index: int) -> str:
-    """The ending a line had: CRLF, LF, or nothing for the note's last line."""
-    if index == len(lines) - 1:
-        return ""
-    return "\r\n" if lines[index].endswith("\r") else "\n"
+    """The ending a line had: CRLF, LF; the note's last line has none, or a lone CR."""
+    cr = "\r" if lines[index].endswith("\r") else ""
+    return cr if index == len(lines) - 1 else cr + "\n"
 
 
 def _assemble(lines: list[str], replacements: dict[int, list[tuple[str, str]]]) -> str:

@@ -7,9 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Read once at start-up: the autouse fixture below clears every ACLARAI_* variable for the tests.
 EXTERNAL_REDIS_URL = os.environ.get("ACLARAI_TEST_REDIS_URL")
+
+# Property tests that leave their size to the profile (the fuzz suites among them) run
+# Hypothesis's default 100 examples each in `make test` and 20 times more under `make fuzz`
+# (ACLARAI_TEST_FUZZ=1). No deadline: a loaded machine is not a bug.
+settings.register_profile(
+    "test", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "fuzz", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("fuzz" if os.environ.get("ACLARAI_TEST_FUZZ") else "test")
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,8 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 @pytest.fixture
 def make_client(llm_server: ScriptedLLMServer) -> Iterator[Callable[..., LLMClient]]:
-    """``make_client(**settings)``: an :class:`LLMClient` on the scripted server, fast backoff."""
+    """``make_client(state_path=None, **settings)``: an :class:`LLMClient` on the scripted server,
+    fast backoff."""
     made: list[LLMClient] = []
 
     def create(**overrides: Any) -> LLMClient:
@@ -33,8 +34,9 @@ def make_client(llm_server: ScriptedLLMServer) -> Iterator[Callable[..., LLMClie
             "max_attempts": 3,
             **FAST_BACKOFF,
         }
+        state_path = overrides.pop("state_path", None)
         options.update(overrides)
-        client = LLMClient(EndpointSettings(**options), api_key="test-key")
+        client = LLMClient(EndpointSettings(**options), api_key="test-key", state_path=state_path)
         made.append(client)
         return client
 

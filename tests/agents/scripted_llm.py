@@ -6,13 +6,23 @@ fenced JSON, error statuses with headers, slow replies. When the queue is empty 
 callable (if set) answers from the request; otherwise the server answers 418, which the client
 treats as a refused request, so an unplanned call shows up as a failed test. ``/v1/embeddings``
 answers deterministic bag-of-words vectors.
+
+It can also behave like the real servers do before any scripted reply is consulted: accept only
+some ``response_format`` types (:attr:`ScriptedLLMServer.formats`, refused with a 400 that says
+so), refuse prompts over a context size with the 400 that llama.cpp or OpenAI sends
+(:attr:`~ScriptedLLMServer.context_tokens`, :attr:`~ScriptedLLMServer.context_error`), serve one
+request at a time like a single-slot server (:attr:`~ScriptedLLMServer.slots`), and go away and
+come back on the same port (:meth:`~ScriptedLLMServer.go_down`,
+:meth:`~ScriptedLLMServer.come_back`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -20,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 EMBEDDING_DIM = 32
 
@@ -72,6 +82,38 @@ class Recorded:
         return "\n".join(m["content"] for m in self.messages if m["role"] == "system")
 
 
+def llama_cpp_context_error(n_prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
+    """The 400 body llama.cpp's server sends for a prompt over its context size."""
+    return {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": n_prompt_tokens,
+            "n_ctx": n_ctx,
+        }
+    }
+
+
+def openai_context_error(n_prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
+    """The 400 body OpenAI sends for messages over the model's context length."""
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {n_ctx} tokens. However, your "
+            f"messages resulted in {n_prompt_tokens} tokens. Please reduce the length of the "
+            "messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The server's token count of a request: four characters a token."""
+    return sum(len(m.get("content") or "") for m in body.get("messages", [])) // 4
+
+
 class ScriptedLLMServer:
     """Start with :func:`scripted_llm_server`; queue replies; inspect :attr:`requests`."""
 
@@ -81,17 +123,70 @@ class ScriptedLLMServer:
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.formats: frozenset[str] | None = None
+        """``response_format`` types accepted; ``None`` accepts every one."""
+        self.context_tokens: int | None = None
+        """Prompts over this many tokens (see :func:`prompt_tokens`) are refused."""
+        self.context_error: Literal["llama.cpp", "openai"] = "llama.cpp"
+        self.slots: int | None = None
+        """Requests served at once; the others wait their turn, as on a llama.cpp server."""
+        self.props: dict[str, Any] | None = None
+        """What ``GET /props`` answers (llama.cpp publishes its context size and slots there);
+        ``None``: 404, as other servers answer."""
+        self._slot_lock: threading.Semaphore | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._down = threading.Event()
+        self._connections: set[socket.socket] = set()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._address = self._httpd.server_address[:2]
+        self._thread = self._serving_thread()
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        host, port = self._address
         return f"http://{host!s}:{port}/v1"
+
+    def go_down(self) -> None:
+        """Stop listening and drop open connections: calls fail until :meth:`come_back`."""
+        self._down.set()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def come_back(self) -> None:
+        """Listen again on the same port."""
+        self._down.clear()
+        self._httpd = ThreadingHTTPServer(self._address, self._handler_class())
+        self._thread = self._serving_thread()
+        self._thread.start()
+
+    def _serving_thread(self) -> threading.Thread:
+        return threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        """What a real server would refuse before generating anything."""
+        kind = (body.get("response_format") or {}).get("type")
+        if kind is not None and self.formats is not None and kind not in self.formats:
+            allowed = " or ".join(f"'{f}'" for f in sorted(self.formats))
+            message = f"'response_format.type' must be {allowed}, got '{kind}'"
+            return status(400, message=message)
+        tokens = prompt_tokens(body)
+        if self.context_tokens is not None and tokens > self.context_tokens:
+            make = (
+                llama_cpp_context_error
+                if self.context_error == "llama.cpp"
+                else (openai_context_error)
+            )
+            return Reply(status=400, raw_body=json.dumps(make(tokens, self.context_tokens)))
+        return None
 
     def queue(self, *replies: Reply) -> None:
         with self._lock:
@@ -111,12 +206,27 @@ class ScriptedLLMServer:
         self._thread.join(timeout=5)
 
     def _next_reply(self, request: Recorded) -> Reply:
+        refused = self._refusal(request.body)
+        if refused is not None:
+            return refused
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
         if self.responder is not None:
             return self.responder(request)
         return status(418, message="no scripted reply left")
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        with self._lock:
+            if self.slots is not None and self._slot_lock is None:
+                self._slot_lock = threading.Semaphore(self.slots)
+            slot = self._slot_lock
+        if slot is None:
+            yield
+            return
+        with slot:
+            yield
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -127,7 +237,27 @@ class ScriptedLLMServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                with contextlib.suppress(OSError):
+                    super().finish()
+
+            def do_GET(self) -> None:
+                if self.path == "/props" and server.props is not None:
+                    self._send(200, {}, json.dumps(server.props))
+                else:
+                    self._send(404, {}, json.dumps({"error": {"message": "no such path"}}))
+
             def do_POST(self) -> None:
+                if server._down.is_set():
+                    self.close_connection = True  # a server that is gone answers nothing
+                    return
                 length = int(self.headers.get("content-length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
@@ -142,7 +272,8 @@ class ScriptedLLMServer:
                     if self.path.endswith("/embeddings"):
                         self._send(200, {}, json.dumps(_embeddings(body)))
                     elif self.path.endswith("/chat/completions"):
-                        self._answer(server._next_reply(recorded), body)
+                        with server._slot():
+                            self._answer(server._next_reply(recorded), body)
                     else:
                         self._send(404, {}, json.dumps({"error": {"message": "no such path"}}))
                 except OSError:

@@ -2,26 +2,45 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
 
+import httpx
 import openai
 import pytest
 
-from aclarai.agents.llm_client import EndpointSettings, LLMClient
+from aclarai.agents.llm import failure_status
+from aclarai.agents.llm_client import (
+    EndpointSettings,
+    InputTooLong,
+    LLMClient,
+    refuses_response_format,
+    translate_error,
+)
 from aclarai.agents.llm_limits import RateLimiter
 from aclarai.agents.llm_schemas import JudgeOut, UnparseableOutput, parse_json_output
 from aclarai.agents.prompts import Message
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
-from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, slow, status, text
+from tests.agents.scripted_llm import (
+    ScriptedLLMServer,
+    json_reply,
+    llama_cpp_context_error,
+    openai_context_error,
+    slow,
+    status,
+    text,
+)
 
 MESSAGES = [Message("system", "Grade it."), Message("user", "the answer")]
 GOOD = {"score": 0.75, "reason": "fine"}
 
 
-def test_good_json_is_parsed_and_json_mode_requested(
+def test_good_json_is_parsed_and_the_schema_sent_as_response_format(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
     client = make_client()
@@ -32,8 +51,24 @@ def test_good_json_is_parsed_and_json_mode_requested(
     assert reply == JudgeOut(score=0.75, reason="fine")
     body = llm_server.chat_requests[0].body
     assert body["model"] == "judge-model"
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "JudgeOut",
+            "schema": {
+                "properties": {
+                    "score": {"maximum": 1.0, "minimum": 0.0, "type": "number"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["score", "reason"],
+                "type": "object",
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
+    }
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][0]["content"] == "Grade it.", "no schema in the prompt when it is sent"
     usage = client.usage.snapshot()
     assert usage["calls"] == 1
     assert usage["prompt_tokens"] > 0
@@ -165,11 +200,12 @@ def test_client_errors_are_not_retried(
     assert len(llm_server.chat_requests) == 1
 
 
-def test_refused_json_mode_falls_back_to_tolerant_parsing(
+def test_refused_formats_step_down_to_schema_in_prompt_and_tolerant_parsing(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
     client = make_client(json_mode=True)
     llm_server.queue(
+        status(400, message="response_format json_schema is not supported"),
         status(400, message="response_format is not supported"),
         text('```json\n{"score": 0.25}\n```'),
         json_reply(GOOD),
@@ -178,8 +214,91 @@ def test_refused_json_mode_falls_back_to_tolerant_parsing(
     assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.25
     assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
 
-    formats = [r.body.get("response_format") for r in llm_server.chat_requests]
-    assert formats == [{"type": "json_object"}, None, None]
+    kinds = [(r.body.get("response_format") or {}).get("type") for r in llm_server.chat_requests]
+    assert kinds == ["json_schema", "json_object", None, None]
+    assert "JSON Schema" in llm_server.chat_requests[2].system_text
+    assert client.output_mode == "text"
+
+
+def test_json_object_only_endpoint_gets_the_schema_in_the_prompt_and_keeps_json_mode(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.formats = frozenset({"json_object", "text"})
+    client = make_client()
+    llm_server.queue(json_reply(GOOD), json_reply(GOOD))
+
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+
+    kinds = [r.body["response_format"]["type"] for r in llm_server.chat_requests]
+    assert kinds == ["json_schema", "json_object", "json_object"], "chosen once, remembered"
+    hinted = llm_server.chat_requests[1].system_text
+    assert hinted.startswith("Grade it.")
+    assert '"required":["score","reason"]' in hinted
+    assert client.usage.snapshot()["failures"] == 0
+
+
+def test_the_chosen_mode_is_remembered_across_clients_and_in_the_state_file(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], tmp_path: Path
+) -> None:
+    llm_server.formats = frozenset({"json_object"})
+    state = tmp_path / "llm-endpoints.json"
+    first = make_client(state_path=state)
+    llm_server.queue(json_reply(GOOD))
+    first.complete_json("m", MESSAGES, JudgeOut)
+
+    second = make_client(state_path=state)
+    llm_server.queue(json_reply(GOOD))
+    second.complete_json("m", MESSAGES, JudgeOut)
+
+    assert second.output_mode == "json_object"
+    assert len(llm_server.chat_requests) == 3
+    saved = json.loads(state.read_text())
+    assert saved[llm_server.base_url]["mode"] == "json_object"
+
+
+@pytest.mark.parametrize("flavour", ["llama.cpp", "openai"])
+def test_context_length_400_fails_that_request_alone_and_keeps_json_schema(
+    llm_server: ScriptedLLMServer,
+    make_client: Callable[..., LLMClient],
+    flavour: Literal["llama.cpp", "openai"],
+) -> None:
+    llm_server.context_tokens = 50
+    llm_server.context_error = flavour
+    client = make_client()
+    long = [Message("system", "Grade it."), Message("user", "word " * 400)]
+    llm_server.queue(json_reply(GOOD))
+
+    with pytest.raises(InputTooLong, match="does not fit the model's context") as caught:
+        client.complete_json("m", long, JudgeOut)
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+
+    assert caught.value.context_tokens == 50
+    assert not isinstance(caught.value, EvaluatorUnavailable)
+    assert len(llm_server.chat_requests) == 2, "no retry, no fallback request"
+    assert [r.body["response_format"]["type"] for r in llm_server.chat_requests] == [
+        "json_schema",
+        "json_schema",
+    ]
+    assert client.output_mode == "json_schema"
+    assert client.context_tokens == 50
+    assert failure_status(caught.value).startswith("input too long")
+
+
+def test_context_error_bodies_are_classified_exactly_as_the_servers_send_them() -> None:
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+    for body, size in (
+        (llama_cpp_context_error(5000, 4096), 4096),
+        (openai_context_error(9000, 8192), 8192),
+    ):
+        response = httpx.Response(400, json=body, request=request)
+        error = openai.BadRequestError(
+            body["error"]["message"], response=response, body=body["error"]
+        )
+        mapped = translate_error(error)
+        assert isinstance(mapped, InputTooLong)
+        assert mapped.context_tokens == size
+        assert not refuses_response_format(error)
 
 
 def test_unreachable_endpoint_is_unavailable(make_client: Callable[..., LLMClient]) -> None:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from aclarai.daemon.api import create_app
 from aclarai.daemon.config import Config
@@ -31,6 +32,10 @@ LONG_QUESTION = (
     "Could you explain in detail how the Eiffel Tower was built, who designed it, and why it "
     "was so controversial among the artists of Paris at the time of its construction?"
 )
+DOC_PATHS = ("/openapi.json", "/docs", "/redoc")
+SCHEMA_EXAMPLES = max(30, settings.default.max_examples // 3)
+"""Per route and mode: 33 in `make test`, hundreds under `make fuzz` (the profile decides)."""
+FUZZ_TIMEOUT_S = max(120, settings.default.max_examples // 2)
 STAGES = ["length-checker", "overlap-checker", "format-checker"]
 JUDGES = ["relevance-judge", "faithfulness-judge", "coherence-judge"]
 
@@ -225,13 +230,35 @@ def test_bearer_token_guards_every_route_but_health(tmp_path: Path) -> None:
             right = client.post(
                 "/api/v1/evaluate", json=payload, headers={"Authorization": "Bearer s3cret"}
             )
-            schema = client.get("/openapi.json").json()
+            lower = client.post(
+                "/api/v1/evaluate", json=payload, headers={"Authorization": "bearer s3cret"}
+            )
+            docs_without = {path: client.get(path).status_code for path in DOC_PATHS}
+            docs_with = {
+                path: client.get(path, headers={"Authorization": "Bearer s3cret"})
+                for path in DOC_PATHS
+            }
     finally:
         core.close()
     assert missing.status_code == 401 and "bearer token" in missing.json()["detail"]
     assert wrong.status_code == 401
     assert right.status_code == 200
+    assert lower.status_code == 200
+    assert docs_without == dict.fromkeys(DOC_PATHS, 401)
+    assert {path: r.status_code for path, r in docs_with.items()} == dict.fromkeys(DOC_PATHS, 200)
+    schema = docs_with["/openapi.json"].json()
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
+    assert set(schema["paths"]) == {
+        "/api/v1/health",
+        "/api/v1/evaluate",
+        "/api/v1/nli",
+        "/api/v1/verify",
+    }
+    assert "/openapi.json" in docs_with["/docs"].text
+
+
+def test_without_a_token_the_schema_and_docs_are_open(api: httpx.Client) -> None:
+    assert {path: api.get(path).status_code for path in DOC_PATHS} == dict.fromkeys(DOC_PATHS, 200)
 
 
 def test_a_token_variable_that_is_not_set_is_a_config_error(tmp_path: Path) -> None:
@@ -353,6 +380,7 @@ FUZZED = [
 ]
 
 
+@pytest.mark.timeout(FUZZ_TIMEOUT_S)
 @pytest.mark.parametrize(("method", "path", "mode"), FUZZED)
 def test_fuzz_the_api_against_its_own_schema(
     api_url: str, method: str, path: str, mode: schemathesis.GenerationMode
@@ -362,9 +390,92 @@ def test_fuzz_the_api_against_its_own_schema(
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
-        max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=SCHEMA_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
     )
     def check(case: schemathesis.Case) -> None:
         case.call_and_validate()
 
     check()
+
+
+@pytest.fixture(scope="module")
+def guarded_api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The offline service with a bearer token, on a loopback port."""
+    config = make_config(
+        tmp_path_factory.mktemp("guarded"),
+        {"service.token_env": "SVC_TOKEN"},
+        env={"SVC_TOKEN": "s3cret"},
+    )
+    core = build_service_core(config)
+    try:
+        with running_app(create_app(config, core)) as url:
+            yield url
+    finally:
+        core.close()
+
+
+@pytest.mark.timeout(FUZZ_TIMEOUT_S)
+@pytest.mark.parametrize("path", ["/api/v1/evaluate", "/api/v1/nli", "/api/v1/verify"])
+def test_fuzz_the_guarded_api_with_its_token(guarded_api_url: str, path: str) -> None:
+    """The schema behind the token, fuzzed with the token: the same answers as without one."""
+    auth = {"Authorization": "bearer s3cret"}
+    schema = httpx.get(f"{guarded_api_url}/openapi.json", headers=auth).json()
+    operation = schemathesis.openapi.from_dict(schema)[path]["POST"]
+
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=SCHEMA_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def check(case: schemathesis.Case) -> None:
+        case.call_and_validate(base_url=guarded_api_url, headers=auth)
+
+    check()
+
+
+NASTY_BODIES = st.one_of(
+    st.binary(max_size=300),
+    st.sampled_from(
+        [
+            b"[" * 100_000,
+            b'{"event_id": ' + b"9" * 5000 + b"}",
+            b'{"event_id": 1e999}',
+            b"\xef\xbb\xbf{}",
+            b'{"event_id": "\\ud800", "claims": [], "interaction": {}}',
+            b"null",
+            b'"' + b"\\" * 1000 + b'"',
+        ]
+    ),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=12), children, max_size=4)
+        ),
+        max_leaves=12,
+    ).map(lambda value: json.dumps(value).encode()),
+)
+
+
+@pytest.mark.timeout(FUZZ_TIMEOUT_S)
+@given(
+    path=st.sampled_from(["/api/v1/evaluate", "/api/v1/nli", "/api/v1/verify"]),
+    body=NASTY_BODIES,
+    content_type=st.sampled_from(
+        [None, "application/json", "application/json; charset=latin-1", "text/plain", "x/y+json"]
+    ),
+)
+@settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_fuzz_raw_bodies_get_a_documented_4xx_never_a_5xx(
+    api_url: str, path: str, body: bytes, content_type: str | None
+) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    response = httpx.post(f"{api_url}{path}", content=body, headers=headers, timeout=30)
+    assert response.status_code in (200, 400, 413, 415, 422), response.text
+    if response.status_code != 200:
+        assert response.json()["detail"]

@@ -86,7 +86,9 @@ def test_huge_note_is_skipped(
         ("bob: it broke <!-- aclarai:id=blk-u1 ver=1\nno end in sight\n", "not closed"),
         ("bob: it broke on Monday.\n<!-- aclarai:id=blk-v1 ver=abc -->\n", "ver"),
         ("bob: it broke on Monday.\n<!-- aclarai:id=blk with spaces ver=1 -->\n", "id"),
+        ("bob: it broke on Monday.\n<!-- aclarai:id=blk-big ver=99999999999999999999 -->\n", "ver"),
     ],
+    ids=["unterminated", "ver-not-a-number", "id-with-spaces", "ver-out-of-range"],
 )
 def test_malformed_comments_are_reported_and_left_intact(
     vault: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str, needle: str
@@ -123,6 +125,23 @@ def test_symlink_out_of_the_vault_is_skipped(
     run(vault, tmp_path, caplog)
     assert sum("outside the vault" in r.getMessage() for r in caplog.records) == 2
     assert "score" not in secret.read_text()
+    assert_good_scored(vault)
+
+
+def test_symlink_loop_is_one_line_per_link_and_the_rest_is_scored(
+    vault: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    os.symlink("b.md", vault / "a.md")
+    os.symlink("a.md", vault / "b.md")
+    os.symlink("loop", vault / "loop")
+    summary = run(vault, tmp_path, caplog)
+    loops = [r.getMessage() for r in caplog.records if "symlink loop" in r.getMessage()]
+    assert sorted(m.split("/")[-1] for m in loops) == [
+        "a.md: a symlink loop",
+        "b.md: a symlink loop",
+        "loop: a symlink loop",
+    ]
+    assert summary.ok
     assert_good_scored(vault)
 
 

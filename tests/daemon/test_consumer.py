@@ -1,4 +1,5 @@
-"""DirtyBlockConsumer edge cases: edits that race the consumer are never lost."""
+"""DirtyBlockConsumer edge cases: edits that race the consumer are never lost, score comments
+describe the block's current text, and one failing block fails alone."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 
 from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
 from aclarai.daemon.config import load_config
-from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
+from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.queue import DurableQueue
+from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.scan import Scanner
 from aclarai.graph import GraphStore
 from aclarai.parsers import EvaluationError, parse_note
@@ -26,13 +27,16 @@ class FixedEvaluator(Evaluator):
     version = "1"
 
     def __init__(self) -> None:
-        self.value = 0.9
+        self.value: float | None = 0.9
+        self.failure = "unparseable_output: scripted"
         self.before_next: Callable[[], None] | None = None
 
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         if self.before_next is not None:
             hook, self.before_next = self.before_next, None
             hook()
+        if self.value is None:
+            return [Score(None, None, None, status=self.failure) for _ in items]
         return [Score(self.value, self.value, self.value) for _ in items]
 
 
@@ -50,6 +54,22 @@ class FlakyExtractor(ClaimExtractor):
             self.fail_next = False
             raise EvaluationError("model returned garbage")
         return self.inner.extract_batch(inputs)
+
+
+class PoisonExtractor(FlakyExtractor):
+    """Fails, block by block, every block whose text holds ``poison`` (as the LLM one does)."""
+
+    poison = "POISON"
+
+    def extract_each(
+        self, inputs: Sequence[ExtractionInput]
+    ) -> list[list[Claim] | EvaluationError]:
+        return [
+            EvaluationError("input too long: scripted")
+            if self.poison in item.block.text
+            else self.inner.extract_batch([item])[0]
+            for item in inputs
+        ]
 
 
 @dataclass
@@ -78,12 +98,26 @@ class Rig:
     def claims(self, block_id: str) -> list[str]:
         return [c.text for c in self.store.claims_of_blocks([block_id])[block_id]]
 
+    def edit(self, rel: str, old: str, new: str) -> None:
+        """The user replaces ``old`` by ``new`` and the watcher settles the note."""
+        note = self.vault / rel
+        note.write_text(note.read_text().replace(old, new))
+        self.settle(rel)
+
+    def block(self, rel: str, block_id: str) -> tuple[int, dict[str, float]]:
+        """The block's ``ver`` and score comments as the note holds them."""
+        found = {b.id: b for b in parse_note((self.vault / rel).read_text()).blocks}[block_id]
+        return found.version, dict(found.scores)
+
 
 @pytest.fixture
-def make_rig(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], Rig]]:
+def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """``make_rig(files, extractor_class=FlakyExtractor)``: a vault scanned and drained once."""
     made: list[Rig] = []
 
-    def create(files: dict[str, str]) -> Rig:
+    def create(
+        files: dict[str, str], extractor_class: type[FlakyExtractor] = FlakyExtractor
+    ) -> Rig:
         vault = tmp_path / "vault"
         vault.mkdir()
         for rel, text in files.items():
@@ -93,7 +127,7 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], Rig]]:
         store, queue = build_store(config, state), build_queue(config, state)
         v = build_vault(config, vault)
         evaluator = FixedEvaluator()
-        extractor = FlakyExtractor(build_agents(config, state).extractor)
+        extractor = extractor_class(build_agents(config, state).extractor)
         consumer = DirtyBlockConsumer(
             v, store, queue, extractor, evaluator, ConsumerSettings(workers=1)
         )
@@ -173,3 +207,118 @@ def test_an_edited_block_cut_and_pasted_into_another_note_keeps_its_edit(make_ri
     block = rig.store.get_blocks(["Y"])["Y"]
     assert (block.file, block.deleted_at) == ("b.md", None)
     assert rig.claims("Y") == ["Bob shipped v4.0."]
+
+
+THREE = {
+    "n.md": "alice: The deploy failed on Tuesday.\n<!-- aclarai:id=X ver=1 -->\n\n"
+    "bob: Bob rolled back to v2.3.\n<!-- aclarai:id=Y ver=1 -->\n\n"
+    "carol: The build is green.\n<!-- aclarai:id=Z ver=1 -->\n"
+}
+SCORED = {"entailed_score": 0.9, "coverage_score": 0.9, "decontextualization_score": 0.9}
+
+
+def test_an_edit_scored_the_same_gets_exactly_one_ver_bump(make_rig) -> None:
+    rig = make_rig(THREE)
+    assert rig.block("n.md", "X") == (2, SCORED)
+
+    rig.edit("n.md", "Tuesday", "Wednesday")
+    stats = rig.consumer.drain()
+
+    assert stats.files_written == 1
+    assert rig.block("n.md", "X") == (3, SCORED), "same scores, new text: ver follows the text"
+    assert rig.block("n.md", "Y") == (2, SCORED)
+    before = (rig.vault / "n.md").read_bytes()
+    rig.scanner.scan()
+    assert rig.consumer.drain().files_written == 0, "a pass with no text change writes nothing"
+    assert (rig.vault / "n.md").read_bytes() == before
+
+
+def test_a_rescore_with_equal_scores_writes_nothing(make_rig) -> None:
+    rig = make_rig(THREE)
+    before = (rig.vault / "n.md").read_bytes()
+    rig.consumer.settings = ConsumerSettings(workers=1, reevaluate=True)
+    rig.queue.enqueue(Dirty(bid, "n.md", None, "rescore") for bid in "XYZ")
+
+    stats = rig.consumer.drain()
+
+    assert stats.claims_evaluated == 3 and stats.files_written == 0
+    assert (rig.vault / "n.md").read_bytes() == before
+
+
+def test_an_edit_that_cannot_be_scored_loses_its_old_comments_until_scoring_succeeds(
+    make_rig,
+) -> None:
+    rig = make_rig(THREE)
+    rig.evaluator.value = None
+    rig.edit("n.md", "Tuesday", "Wednesday on the Frankfurt cluster")
+
+    assert rig.consumer.drain().null_scores == 1
+    assert rig.block("n.md", "X") == (3, {}), "scores of the old text go, one ver +1"
+    assert rig.block("n.md", "Y") == (2, SCORED)
+
+    rig.scanner.scan()
+    assert rig.consumer.drain().files_written == 0, "still failing: nothing more to remove"
+    assert rig.block("n.md", "X") == (3, {})
+
+    rig.evaluator.value = 0.5
+    rig.scanner.scan()
+    rig.consumer.drain()
+    halves = dict.fromkeys(SCORED, 0.5)
+    assert rig.block("n.md", "X") == (4, halves), "back once scoring succeeds"
+
+
+def test_a_failed_reevaluation_of_unchanged_text_keeps_the_comments(make_rig) -> None:
+    rig = make_rig(THREE)
+    before = (rig.vault / "n.md").read_bytes()
+    rig.evaluator.value = None
+    rig.consumer.settings = ConsumerSettings(workers=1, reevaluate=True)
+    rig.queue.enqueue([Dirty("X", "n.md", None, "rescore")])
+
+    assert rig.consumer.drain().null_scores == 1
+    assert (rig.vault / "n.md").read_bytes() == before
+
+
+def test_one_failing_block_fails_alone(make_rig) -> None:
+    rig = make_rig(THREE, extractor_class=PoisonExtractor)
+    rig.edit("n.md", "Tuesday", "Tuesday POISON")
+    rig.edit("n.md", "Bob rolled back to v2.3.", "Bob rolled back to v2.4.")
+
+    stats = rig.consumer.drain()
+
+    assert (stats.extraction_failures, stats.blocks_extracted) == (1, 1)
+    assert rig.claims("Y") == ["Bob rolled back to v2.4."]
+    assert rig.block("n.md", "Y") == (3, SCORED)
+    assert rig.block("n.md", "X") == (3, {}), "its scores described the old text"
+    [entry] = rig.queue.entries()
+    assert (entry.block_id, entry.attempts) == ("X", 1)
+    assert "input too long" in (entry.last_error or "")
+    assert stats.model_failure() is None
+
+    rig.edit("n.md", "Tuesday POISON", "Thursday")
+    rig.drain_all()
+    assert rig.block("n.md", "X") == (4, SCORED)
+    assert rig.queue.entries() == []
+
+
+def test_drain_stats_say_when_the_model_did_nothing_useful() -> None:
+    assert DrainStats(model_outages=2).model_failure() is not None
+    assert DrainStats(extraction_failures=3).model_failure() is not None
+    assert DrainStats(claims_evaluated=4, null_scores=4).model_failure() is not None
+    assert DrainStats(claims_evaluated=4, null_scores=3).model_failure() is None
+    assert DrainStats(extraction_failures=1, blocks_extracted=1).model_failure() is None
+
+
+def test_an_edit_scored_the_same_after_an_outage_still_gets_its_ver_bump(make_rig) -> None:
+    rig = make_rig(THREE)
+    rig.evaluator.value = None
+    rig.evaluator.failure = "llm_unavailable: scripted outage"
+    rig.edit("n.md", "The deploy failed on Tuesday.", "The rollout stalled on Friday.")
+
+    assert rig.consumer.drain().model_outages == 1
+    assert rig.block("n.md", "X") == (2, SCORED), "nothing written while the model is away"
+    assert rig.claims("X") == ["The rollout stalled on Friday."], "every old claim replaced"
+
+    rig.evaluator.value = 0.9
+    rig.queue.make_due()
+    rig.consumer.drain()
+    assert rig.block("n.md", "X") == (3, SCORED)

@@ -53,7 +53,10 @@ def generated_vault(root: Path, rng: random.Random, notes: int = 100, blocks: in
 
 
 def notes_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.md"))}
+    """Every note's bytes; not the dashboard, which is not a note and tells the time."""
+    found = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.md"))}
+    found.pop("aclarai/Dashboard.md", None)
+    return found
 
 
 def _child(vault: str, env: dict[str, str]) -> None:

@@ -89,3 +89,15 @@ def test_an_edit_made_while_in_flight_is_not_charged_for_the_failure(tmp_path: P
     assert q.dead_letters() == []
     [again] = q.take(10)
     assert (again.hash, again.attempts) == ("h2", 0)
+
+
+def test_take_returns_every_ready_entry_of_the_notes_it_reaches(tmp_path: Path) -> None:
+    q = make_queue(tmp_path)
+    q.enqueue([Dirty("s-1", "short.md", "h")])
+    q.enqueue([Dirty(f"l-{i}", "long.md", "h") for i in range(500)])
+    q.enqueue([Dirty("t-1", "third.md", "h")])
+    first = q.take(2)
+    # One entry of long.md is among the two oldest: all 500 come, note by note, oldest first.
+    assert [e.file for e in first] == ["short.md"] + ["long.md"] * 500
+    assert [e.block_id for e in first[1:4]] == ["l-0", "l-1", "l-2"]
+    assert [e.file for e in q.take(2)] == ["third.md"]

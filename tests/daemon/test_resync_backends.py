@@ -42,6 +42,11 @@ class Outcome:
 
     notes: dict[str, bytes]
     graph: Snapshot
+    dashboard: str
+
+
+SCORED_NOTES = 10
+"""The sample vault's 7 Tier 1 notes and the 3 its inbox import brings."""
 
 
 def copy_vault(dest: Path) -> Path:
@@ -49,8 +54,26 @@ def copy_vault(dest: Path) -> Path:
     return dest
 
 
+DASHBOARD = "aclarai/Dashboard.md"
+# When it was written and when each note was last evaluated: all that may differ between runs.
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
 def vault_bytes(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """Every file of the vault but the dashboard (compared on its own: see dashboard_text) and
+    aclarai's own folder (the vault lock, the import archive)."""
+    return {
+        rel: p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file()
+        and (rel := p.relative_to(root).as_posix()) != DASHBOARD
+        and not rel.startswith(".aclarai/")
+    }
+
+
+def dashboard_text(root: Path) -> str:
+    """The dashboard note without its timestamps: the store's answers, rendered."""
+    return TIMESTAMP.sub("<time>", (root / DASHBOARD).read_text(encoding="utf-8"))
 
 
 def graph_snapshot(store: GraphStore) -> Snapshot:
@@ -147,8 +170,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     vault = copy_vault(tmp / "vault")
     config = load_config(env=base_env(tmp / "state"))
     summary = resync(config, vault)
-    assert summary.ok and summary.drain.files_written == 7
-    return Outcome(vault_bytes(vault), read_graph(config, vault))
+    assert summary.ok and summary.drain.files_written == SCORED_NOTES
+    return Outcome(vault_bytes(vault), read_graph(config, vault), dashboard_text(vault))
 
 
 @pytest.fixture
@@ -180,11 +203,14 @@ def test_resync_gives_the_same_notes_and_graph_on_every_backend(
     first = resync(config, vault)
 
     assert first.ok and first.store_error is None and first.queued == 0
-    assert first.drain.files_written == 7
+    assert first.drain.files_written == SCORED_NOTES
     assert vault_bytes(vault) == reference.notes
     graph = read_graph(config, vault)
     assert graph == reference.graph
     assert graph["counts"].scored_claims > 30
+    # Each backend answers the dashboard's questions alike.
+    assert dashboard_text(vault) == reference.dashboard
+    assert "xychart-beta" in reference.dashboard and "#^blk-" in reference.dashboard
 
     second = resync(config, vault)
 
@@ -200,7 +226,7 @@ def test_moving_to_neo4j_is_one_command(
     """A vault scored with the embedded store, then ``aclarai resync --graph neo4j VAULT``."""
     env = base_env(tmp_path / "state")
     vault = copy_vault(tmp_path / "vault")
-    assert resync(load_config(env=env), vault).drain.files_written == 7
+    assert resync(load_config(env=env), vault).drain.files_written == SCORED_NOTES
 
     env.update(neo4j_env(bolt_server, fresh_database))
     done = run_cli("resync", "--graph", "neo4j", str(vault), env=env)
@@ -264,7 +290,7 @@ def test_outage_mid_resync_keeps_the_work_queued_and_completes_after_restart(
 
     assert stopped_during_run
     assert interrupted.store_error is not None and "neo4j" in interrupted.store_error
-    assert 0 < interrupted.drain.files_written < 7
+    assert 0 < interrupted.drain.files_written < SCORED_NOTES
     assert interrupted.queued > 0
     assert queued(config, vault) == interrupted.queued
     text = format_summary(interrupted)
@@ -274,7 +300,7 @@ def test_outage_mid_resync_keeps_the_work_queued_and_completes_after_restart(
     recovered = resync(config, vault)
 
     assert recovered.store_error is None and recovered.queued == 0
-    assert recovered.drain.files_written == 7 - interrupted.drain.files_written
+    assert recovered.drain.files_written == SCORED_NOTES - interrupted.drain.files_written
     assert vault_bytes(vault) == reference.notes
     assert read_graph(config, vault) == reference.graph
 
@@ -289,6 +315,8 @@ def test_unreachable_store_is_one_line_and_a_retry_later_exit(tmp_path: Path) ->
         ACLARAI_GRAPH__NEO4J__MAX_ATTEMPTS="1",
         ACLARAI_GRAPH__NEO4J__TIMEOUT_S="2",
         NEO4J_PASSWORD="unused",
+        # The inbox import needs no store; without it the vault must stay as it was.
+        ACLARAI_IMPORT__INBOX="null",
     )
     vault = copy_vault(tmp_path / "vault")
 

@@ -27,6 +27,7 @@ from tests.agents.scripted_llm import (
     json_reply,
     scripted_llm_server,
     status,
+    text,
 )
 from tests.daemon.conftest import note_text
 
@@ -268,18 +269,31 @@ def test_failing_endpoint_gives_null_scores_that_the_next_resync_fills(
     assert down.queued == len(CLAIMS)
     assert down.drain.claims_extracted == 0
     assert {rel: (vault / rel).read_bytes() for rel in NOTES} == original
+    assert down.model_error is not None and "could not be reached" in down.model_error
+    assert "model unavailable" in format_summary(down)
 
-    # Extraction works again, scoring still fails: null scores with a status, never 0.
+    # Extraction works again, scoring is still down: no null scores written, the work waits.
     llm_server.responder = responder(scoring=failing_forever())
+    waiting = run(config, vault)
+
+    assert waiting.drain.claims_extracted == N_CLAIMS
+    assert (waiting.drain.scores_written, waiting.drain.null_scores) == (0, 0)
+    assert waiting.queued == len(CLAIMS)
+    assert waiting.model_error is not None
+    assert {rel: (vault / rel).read_bytes() for rel in NOTES} == original
+
+    # The model answers, but nothing usable: null scores with a status, never 0.
+    llm_server.responder = responder(scoring=lambda _request: text("I cannot grade these."))
     nulls = run(config, vault)
 
-    assert nulls.drain.claims_extracted == N_CLAIMS
     assert nulls.drain.null_scores == N_CLAIMS
+    assert nulls.model_error == f"evaluation failed for all {N_CLAIMS} claim(s)"
     assert nulls.counts is not None and nulls.counts.null_scores == N_CLAIMS
     for found in stored_claims(config, vault).values():
         for claim in found:
             assert scores_of(claim) == (None, None, None)
-            assert claim.score is not None and claim.score.status.startswith("llm_unavailable")
+            assert claim.score is not None
+            assert claim.score.status.startswith("unparseable_output")
     assert {rel: (vault / rel).read_bytes() for rel in NOTES} == original, "no score comments"
     assert "=0.00" not in "".join((vault / rel).read_text() for rel in NOTES)
 
@@ -299,3 +313,30 @@ def test_failing_endpoint_gives_null_scores_that_the_next_resync_fills(
         "coverage_score": 0.8,
         "decontextualization_score": 0.9,
     }
+
+
+def test_resync_and_evaluate_exit_69_while_the_model_is_down(
+    tmp_path: Path,
+    llm_server: ScriptedLLMServer,
+    make_vault: Callable[[Mapping[str, str]], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from aclarai.daemon.cli import EX_UNAVAILABLE, main
+
+    for name, value in llm_env(tmp_path, llm_server).items():
+        monkeypatch.setenv(name, value)
+    vault = make_vault(NOTES)
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text('{"id": 1, "source": "The bridge opened in 1998.", "claim": "It opened."}\n')
+    llm_server.go_down()
+
+    assert main(["resync", str(vault)]) == EX_UNAVAILABLE == 69
+    assert "model unavailable: the model endpoint could not be reached" in capsys.readouterr().out
+    assert main(["evaluate", str(claims)]) == EX_UNAVAILABLE
+    assert '"status": "llm_unavailable' in capsys.readouterr().out
+
+    llm_server.come_back()
+    llm_server.responder = responder()
+    assert main(["resync", str(vault)]) == 0
+    assert note_scores(vault)["blk-b1"]["coverage_score"] == 0.8

@@ -101,3 +101,83 @@ def test_consume_burst_processes_the_stream(tmp_path: Path, redis_server: RedisS
     assert len(r.xrange(f"cli-dead-{tag}")) == 1
     assert r.xpending(f"cli-events-{tag}", f"cli-group-{tag}")["pending"] == 0
     r.close()
+
+
+def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "aclarai.daemon.cli", "serve", *args],
+        env=_env(tmp_path, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_health(proc: subprocess.Popen[str], port: int) -> httpx.Response:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
+        except httpx.TransportError:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=15)
+    return stderr
+
+
+def test_serve_beyond_loopback_without_a_token_refuses_to_start(tmp_path: Path) -> None:
+    proc = _serve(tmp_path, "--host", "0.0.0.0", "--port", str(free_port()))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert stderr.count("\n") == 1
+    assert "refusing to serve on 0.0.0.0 without a token" in stderr
+    assert "--insecure-no-token" in stderr
+
+
+def test_serve_beyond_loopback_with_insecure_no_token_starts_and_says_so(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _serve(tmp_path, "--host", "0.0.0.0", "--port", str(port), "--insecure-no-token")
+    try:
+        assert _wait_for_health(proc, port).status_code == 200
+    finally:
+        stderr = _stop(proc)
+    assert proc.returncode == 0
+    assert "serving on 0.0.0.0 without a token" in stderr
+
+
+def test_serve_on_loopback_without_a_token_logs_one_notice(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _serve(tmp_path, "--port", str(port))
+    try:
+        assert _wait_for_health(proc, port).status_code == 200
+    finally:
+        stderr = _stop(proc)
+    assert sum("no token" in line for line in stderr.splitlines()) == 1
+
+
+def test_serve_beyond_loopback_with_a_token_guards_the_schema(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _serve(
+        tmp_path,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        ACLARAI_SERVICE__TOKEN_ENV="SVC_TOKEN",
+        SVC_TOKEN="s3cret",
+    )
+    try:
+        _wait_for_health(proc, port)
+        base = f"http://127.0.0.1:{port}"
+        without = httpx.get(f"{base}/openapi.json", timeout=5)
+        lower = httpx.get(f"{base}/docs", headers={"Authorization": "bearer s3cret"}, timeout=5)
+    finally:
+        stderr = _stop(proc)
+    assert without.status_code == 401
+    assert lower.status_code == 200
+    assert "no token" not in stderr

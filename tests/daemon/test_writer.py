@@ -12,6 +12,7 @@ import pytest
 
 from aclarai.daemon.writer import (
     TEMP_PREFIX,
+    create_if_absent,
     remove_stale_temp_files,
     sha256_bytes,
     write_if_unchanged,
@@ -46,6 +47,24 @@ def test_conflict_when_file_vanished(tmp_path: Path) -> None:
     with pytest.raises(WriteConflict):
         write_if_unchanged(tmp_path / "gone.md", b"x", expected_sha256=sha256_bytes(b""))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_create_if_absent_creates_with_the_mode_and_no_temp_left(tmp_path: Path) -> None:
+    st = create_if_absent(tmp_path / "new.md", b"fresh\n", mode=0o640)
+    assert (tmp_path / "new.md").read_bytes() == b"fresh\n"
+    assert stat.S_IMODE((tmp_path / "new.md").stat().st_mode) == 0o640
+    assert st.st_size == 6
+    assert [p.name for p in tmp_path.iterdir()] == ["new.md"]
+
+
+def test_create_if_absent_never_replaces_an_existing_file(tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_bytes(b"someone else's")
+    with pytest.raises(WriteConflict) as info:
+        create_if_absent(note, b"ours")
+    assert info.value.path == note
+    assert note.read_bytes() == b"someone else's"
+    assert list(tmp_path.iterdir()) == [note]
 
 
 def test_remove_stale_temp_files(tmp_path: Path) -> None:

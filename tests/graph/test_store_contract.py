@@ -504,3 +504,148 @@ def test_low_quality_follows_rescoring(store: GraphStore) -> None:
     store.write_scores([score("c", "a-1", _hash(store, "a-1"), None, 0.3, 0.3, "error")])
     assert store.low_quality_claims() == []
     assert store.counts().low_quality == 0
+
+
+# --- the dashboard's questions ---------------------------------------------------------------
+
+
+def test_low_quality_claims_of_one_note_and_without_limit(store: GraphStore) -> None:
+    _quality_store(store)
+    store.sync_files([note("b.md", "bad text.")])
+    store.replace_claims({"b-0": [claim("bad", "b-0")]})
+    store.write_scores([score("bad", "b-0", _hash(store, "b-0"), 0.05, 0.05, 0.05)])
+
+    assert [c.id for c in store.low_quality_claims(0.70, None)] == [
+        "zero",
+        "bad",
+        "lower",
+        "low",
+    ]
+    assert [c.id for c in store.low_quality_claims(0.70, None, file="a.md")] == [
+        "zero",
+        "lower",
+        "low",
+    ]
+    assert [c.id for c in store.low_quality_claims(0.70, 1, file="b.md")] == ["bad"]
+    assert store.low_quality_claims(0.70, None, file="nope.md") == []
+
+
+def test_failed_claims_lists_null_scores_of_live_blocks_in_file_order(store: GraphStore) -> None:
+    _quality_store(store)
+    store.sync_files([note("b.md", "one.", "two.")])
+    store.replace_claims({"b-0": [claim("b0", "b-0")], "b-1": [claim("b1", "b-1")]})
+    store.write_scores(
+        [
+            score("b1", "b-1", _hash(store, "b-1"), 0.5, None, 0.5, "timeout"),
+            score("b0", "b-0", _hash(store, "b-0"), None, None, None, "unparseable"),
+        ]
+    )
+
+    failed = store.failed_claims()
+    assert [(c.id, c.block_id, c.score.status if c.score else None) for c in failed] == [
+        ("failed", "a-4", "ok"),
+        ("b0", "b-0", "unparseable"),
+        ("b1", "b-1", "timeout"),
+    ]
+    assert failed[2].score is not None and failed[2].score.coverage_score is None
+    assert failed[2].score.entailed_score == pytest.approx(0.5)
+    assert [c.id for c in store.failed_claims(file="b.md")] == ["b0", "b1"]
+    assert [c.id for c in store.failed_claims(2)] == ["failed", "b0"]
+    assert store.failed_claims(0) == []
+    with pytest.raises(ValueError, match="limit"):
+        store.failed_claims(-1)
+
+
+def test_note_stats_per_note_with_its_weakest_claim(store: GraphStore) -> None:
+    written = _quality_store(store)
+    store.sync_files([note("b.md", "one.", "two."), note("c.md", "three.")])
+    # Two claims tie at the lowest quality: the lower claim id wins.
+    store.replace_claims({"b-0": [claim("y", "b-0")], "b-1": [claim("x", "b-1")]})
+    store.write_scores(
+        [
+            dataclasses.replace(
+                score("y", "b-0", _hash(store, "b-0"), 0.4, 0.4, 0.4),
+                evaluated_at="2024-06-05T10:00:00+00:00",
+            ),
+            dataclasses.replace(
+                score("x", "b-1", _hash(store, "b-1"), 0.4, 0.4, 0.4),
+                evaluated_at="2024-06-04T10:00:00+00:00",
+            ),
+        ]
+    )
+
+    stats = {s.file: s for s in store.note_stats()}
+
+    assert list(stats) == ["a.md", "b.md", "c.md"]
+    a = stats["a.md"]
+    assert (a.blocks, a.claims, a.scored) == (6, 6, 4), "the deleted block's claim is left out"
+    live = [written[name].quality for name in ("high", "low", "lower", "zero")]
+    assert a.mean_quality == pytest.approx(sum(q for q in live if q is not None) / 4)
+    assert a.weakest is not None
+    assert (a.weakest.claim_id, a.weakest.block_id, a.weakest.text, a.weakest.file) == (
+        "zero",
+        "a-3",
+        "claim zero",
+        "a.md",
+    )
+    assert a.weakest.quality == 0.0
+    assert a.last_evaluated is not None and a.last_evaluated.startswith("2024-06-03T09:00:00")
+    assert a.below == 3, "low, lower and zero are below the default 0.70"
+    assert {s.file: s.below for s in store.note_stats(0.45)} == {"a.md": 2, "b.md": 2, "c.md": 0}
+    b = stats["b.md"]
+    assert b.weakest is not None and (b.weakest.claim_id, b.weakest.block_id) == ("x", "b-1")
+    assert b.weakest.quality == pytest.approx(0.4)
+    assert b.last_evaluated is not None and b.last_evaluated.startswith("2024-06-05")
+    c = stats["c.md"]
+    assert (c.blocks, c.claims, c.scored, c.mean_quality, c.weakest, c.last_evaluated) == (
+        1,
+        0,
+        0,
+        None,
+        None,
+        None,
+    )
+    assert c.below == 0
+
+
+def test_score_counts_in_hundredths_of_live_blocks(store: GraphStore) -> None:
+    _quality_store(store)
+
+    counts = store.score_counts()
+
+    # high, low, lower, zero, failed (entailment null) are live; gone is deleted.
+    assert counts == {
+        "entailed_score": {90: 1, 50: 1, 10: 1, 0: 1},
+        "coverage_score": {80: 1, 25: 1, 20: 1, 90: 2},
+        "decontextualization_score": {70: 1, 100: 1, 30: 1, 90: 2},
+    }
+    store.sync_files([note("b.md", "one.")])
+    store.replace_claims({"b-0": [claim("r", "b-0")]})
+    store.write_scores([score("r", "b-0", _hash(store, "b-0"), 0.904, 0.896, 0.7)])
+    counts = store.score_counts()
+    assert counts["entailed_score"][90] == 2
+    assert counts["coverage_score"][90] == 3
+
+
+def test_daily_quality_means_by_evaluation_day(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "one.", "two.", "three.", "four.")])
+    store.replace_claims({f"a-{i}": [claim(f"c{i}", f"a-{i}")] for i in range(4)})
+    days = ["2024-06-04T23:59:00+00:00", "2024-06-03T08:00:00+00:00", "2024-06-04T00:00:00+00:00"]
+    values = [0.2, 0.9, 0.4]
+    store.write_scores(
+        [
+            dataclasses.replace(
+                score(f"c{i}", f"a-{i}", _hash(store, f"a-{i}"), v, v, v), evaluated_at=day
+            )
+            for i, (day, v) in enumerate(zip(days, values, strict=True))
+        ]
+        + [score("c3", "a-3", _hash(store, "a-3"), None, 0.5, 0.5, "error")]
+    )
+
+    daily = store.daily_quality()
+
+    assert [(d.day, d.claims) for d in daily] == [("2024-06-03", 1), ("2024-06-04", 2)]
+    assert daily[0].mean_quality == pytest.approx(0.9)
+    assert daily[1].mean_quality == pytest.approx(0.3)
+    store.mark_deleted(["a-1"])
+    assert [d.day for d in store.daily_quality()] == ["2024-06-04"]

@@ -13,7 +13,13 @@ from aclarai.parsers import (
     parse_anchor,
     scan_line,
 )
-from aclarai.parsers.grammar import decode_metadata_value, format_score_value, is_block_id
+from aclarai.parsers.grammar import (
+    MAX_VERSION,
+    decode_metadata_value,
+    format_score_value,
+    is_block_id,
+    next_version,
+)
 
 
 def only_comment(line: str):
@@ -31,6 +37,8 @@ def only_comment(line: str):
         ("<!--aclarai:id=Blk-9-->", "Blk-9", 1),
         ("<!--\t ACLARAI:ID = x_1   VER = 12 \t-->", "x_1", 12),
         ("<!-- aclarai:id=blk-1 ver=0 -->", "blk-1", 0),
+        ("<!-- aclarai:id=blk-1 ver=2147483647 -->", "blk-1", 2**31 - 1),
+        ("<!-- aclarai:id=blk-1 ver=0000000000007 -->", "blk-1", 7),
     ],
 )
 def test_id_comment_variants(line: str, block_id: str, version: int) -> None:
@@ -56,6 +64,12 @@ def test_id_comment_variants(line: str, block_id: str, version: int) -> None:
         ("entailed_score=abc", "entailed_score", "0..1"),
         ("coverage_score=1.5", "coverage_score", "0..1"),
         ("decontextualization_score=-0.2", "decontextualization_score", "0..1"),
+        ("id=blk-big ver=99999999999999999999", "id", "0..2147483647"),
+        ("id=blk-big ver=2147483648", "id", "0..2147483647"),
+        ("id=blk-big ver=" + "9" * 5000, "id", "0..2147483647"),
+        ("id=blk-big ver=-1", "id", "ver='-1'"),
+        ("entailed_score=" + "9" * 5000, "entailed_score", "0..1"),
+        ("entailed_score=1e9", "entailed_score", "0..1"),
     ],
 )
 def test_malformed_comments_are_reported_not_raised(
@@ -103,6 +117,9 @@ def test_metadata_comment_keeps_raw_value_and_key_case() -> None:
         ("true", "true"),
         ("Standup 2024-06-03", "Standup 2024-06-03"),
         ("", ""),
+        ("[" * 100_000, "[" * 100_000),
+        ("[" * 70 + "]" * 70, "[" * 70 + "]" * 70),
+        ("[[1, [2]]]", [[1, [2]]]),
     ],
 )
 def test_decode_metadata_value(raw: str, decoded: object) -> None:
@@ -172,7 +189,14 @@ def test_format_id_comment_round_trips() -> None:
     assert (comment.kind, comment.value, comment.version) == (CommentKind.ID, "blk-x", 4)
 
 
-@pytest.mark.parametrize(("block_id", "version"), [("has space", 1), ("", 1), ("ok", -1)])
+def test_write_back_at_the_largest_version_keeps_it() -> None:
+    assert next_version(41) == 42
+    assert next_version(MAX_VERSION) == MAX_VERSION
+
+
+@pytest.mark.parametrize(
+    ("block_id", "version"), [("has space", 1), ("", 1), ("ok", -1), ("ok", 2**31)]
+)
 def test_format_id_comment_rejects_misuse(block_id: str, version: int) -> None:
     with pytest.raises(ValueError):
         format_id_comment(block_id, version)

@@ -51,13 +51,21 @@ header = st.sampled_from(
 )
 
 
+ENDINGS = ("", "\n", "\r\n", "\r")
+"""How a note may end; a lone CR inside the note is part of its line (only LF splits lines)."""
+
+
 @st.composite
 def notes(draw: st.DrawFn) -> str:
     eol = draw(st.sampled_from(["\n", "\r\n"]))
     lines = draw(st.lists(line, max_size=25))
-    body = eol.join(lines)
-    if lines and draw(st.booleans()):
-        body += eol
+    # Most lines take the note's ending, some a stray one (mixed endings, lone CRs); the last
+    # ends in any way a note can end.
+    endings = [
+        draw(st.sampled_from([eol, eol, eol, "\n", "\r\n", "\r\r\n", "\r"])) for _ in lines[1:]
+    ]
+    endings += [draw(st.sampled_from(ENDINGS))] if lines else []
+    body = "".join(line + ending for line, ending in zip(lines, endings, strict=True))
     return draw(header).replace("\n", eol) + body
 
 
@@ -73,18 +81,20 @@ def seen(parsed: ParsedNote) -> list[tuple[str, str, str]]:
     return [(block.id, block.text, block.hash) for block in parsed.blocks]
 
 
-def without_aclarai_comments(text: str) -> tuple[list[str], bool]:
-    """Every line with its aclarai comments cut out, lines holding only comments dropped.
+def final_ending(text: str) -> str:
+    return next(e for e in ("\r\n", "\n", "\r", "") if text.endswith(e))
 
-    A line that held a comment loses its line ending too: a comment written after the last
-    line gives that line one. Whether the note ends in a newline is compared on its own.
+
+def without_aclarai_comments(text: str) -> tuple[list[str], str]:
+    """Every line (split on LF only, like the parser) with its aclarai comments cut out, lines
+    holding only comments dropped, and how the note ends.
+
+    Line endings are compared apart from the lines: rewriting a comment zone moves the ending
+    of its last line (LF, CRLF, a final lone CR or none) to the zone's new last line.
     """
     kept = []
-    for piece in text.splitlines(keepends=True):
+    for piece in text.split("\n"):
         found = scan_line(piece)
-        if not found.comments:
-            kept.append(piece)
-            continue
         cut = []
         position = 0
         for comment in found.comments:
@@ -92,9 +102,9 @@ def without_aclarai_comments(text: str) -> tuple[list[str], bool]:
             position = comment.end
         cut.append(piece[position:])
         remainder = "".join(cut)
-        if remainder.strip():
-            kept.append(remainder.rstrip("\r\n"))
-    return kept, text.endswith("\n")
+        if not found.comments or remainder.strip():
+            kept.append(remainder.removesuffix("\r"))
+    return kept, final_ending(text)
 
 
 @settings(max_examples=300, deadline=None)

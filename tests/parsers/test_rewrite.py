@@ -210,6 +210,27 @@ def test_missing_final_newline_stays_missing(text: str, expected: str) -> None:
     assert apply_scores(text, {"a": {"entailed_score": 0.5}}).text == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "hi\r\n<!-- aclarai:id=a -->\r",
+            "hi\r\n<!-- aclarai:id=a ver=2 -->\r\n<!-- aclarai:entailed_score=0.50 -->\r",
+        ),
+        (
+            "hi <!-- aclarai:id=a -->\r\n^a\r",
+            "hi <!-- aclarai:id=a ver=2 -->\r\n<!-- aclarai:entailed_score=0.50 -->\r\n^a\r",
+        ),
+        (
+            "hi\n<!-- aclarai:id=a -->\r",
+            "hi\n<!-- aclarai:id=a ver=2 -->\n<!-- aclarai:entailed_score=0.50 -->\r",
+        ),
+    ],
+)
+def test_final_lone_cr_is_kept(text: str, expected: str) -> None:
+    assert apply_scores(text, {"a": {"entailed_score": 0.5}}).text == expected
+
+
 def test_mixed_line_endings_of_kept_lines_are_kept() -> None:
     text = "hi\r\n<!-- aclarai:id=a -->\n^a\r\nnext\n"
     result = apply_scores(text, {"a": {"entailed_score": 0.5}})
@@ -342,3 +363,51 @@ def test_kept_score_moves_above_the_anchor() -> None:
         "<!-- aclarai:coverage_score=0.30 -->",
         "^a",
     )
+
+
+SCORED_NOTE = note(
+    "alice: The job takes 600 seconds on the Frankfurt cluster.",
+    "<!-- aclarai:entailed_score=1.00 -->",
+    "<!-- aclarai:id=a ver=2 -->",
+    "<!-- aclarai:coverage_score=0.90 -->",
+    "<!-- aclarai:decontextualization_score=0.80 -->",
+    "^a",
+)
+
+
+def test_an_edited_block_scored_the_same_is_rewritten_with_one_ver_bump() -> None:
+    same = {"entailed_score": 1.0, "coverage_score": 0.9, "decontextualization_score": 0.8}
+    assert apply_scores(SCORED_NOTE, {"a": same}).versions == {"a": 3}, "the legacy line moves"
+    settled = apply_scores(SCORED_NOTE, {"a": same}).text
+    assert apply_scores(settled, {"a": same}).versions == {}
+
+    result = apply_scores(settled, {"a": same}, edited={"a"})
+
+    assert result.versions == {"a": 4}
+    assert result.text == settled.replace("ver=3", "ver=4")
+    assert apply_scores(result.text, {"a": same}).versions == {}
+
+
+def test_an_edited_block_without_new_scores_loses_its_old_comments_legacy_ones_too() -> None:
+    result = apply_scores(
+        SCORED_NOTE,
+        {"a": {"entailed_score": None, "coverage_score": 0.5, "decontextualization_score": None}},
+        edited={"a"},
+    )
+    assert result.text == note(
+        "alice: The job takes 600 seconds on the Frankfurt cluster.",
+        "<!-- aclarai:id=a ver=3 -->",
+        "<!-- aclarai:coverage_score=0.50 -->",
+        "^a",
+    )
+    gone = apply_scores(SCORED_NOTE, {"a": dict.fromkeys(ALL)}, edited={"a"})
+    assert parse_note(gone.text).blocks[0].scores == {}
+    assert gone.versions == {"a": 3}
+    assert apply_scores(gone.text, {"a": dict.fromkeys(ALL)}, edited={"a"}).versions == {}
+
+
+def test_an_edited_block_with_nothing_to_say_about_scores_is_left_alone() -> None:
+    text = note("alice: hello there", "<!-- aclarai:id=a ver=1 -->", "^a")
+    assert apply_scores(text, {"a": dict.fromkeys(ALL)}, edited={"a"}).text is text
+    unedited = apply_scores(SCORED_NOTE, {"a": dict.fromkeys(ALL)})
+    assert unedited.text is SCORED_NOTE, "a failed re-evaluation of the same text keeps them"

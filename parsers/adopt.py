@@ -1,0 +1,209 @@
+"""Adopting an ordinary Markdown note: its paragraphs and list items become Tier 1 blocks.
+
+Each top-level paragraph and each top-level list item gets, on the lines right after it and at
+its indentation, an id comment and an ``^anchor`` that Obsidian can link to::
+
+    The deploy failed twice on Tuesday.
+    <!-- aclarai:id=blk-4e1f0a9b27c3d865 ver=1 -->
+    ^blk-4e1f0a9b27c3d865
+
+A paragraph whose last line already ends in an Obsidian block id (``… text ^my-id``) keeps it and
+gets only the id comment, with that id. Frontmatter, headings, code (fenced or indented), tables,
+block quotes and callouts, HTML, thematic breaks, paragraphs made only of embeds (``![[…]]``)
+and everything up to the end of the last existing block are never marked; no existing byte
+changes, only lines are added (in the note's own line ending). markdown-it-py says what is what.
+
+A block is, by the Tier 1 grammar, every line since the previous block; where a heading, a
+table or the like sits between the previous block (or the header) and an element, a
+``<!-- aclarai:block=start -->`` line goes right before the element, so they stay in no block.
+
+New ids are ``blk-`` and 16 hex digits of the sha256 of (``salt``, the element's text,
+its position), so they are the same on a dry run and the real one; give the note's path as the
+salt to keep ids apart between notes with the same paragraph. Adopting an adopted note changes
+nothing: its last block ends where nothing is left to mark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from aclarai.parsers.blocks import NoteLayout, scan_note
+from aclarai.parsers.errors import ParseError
+from aclarai.parsers.grammar import (
+    BLOCK_START_COMMENT,
+    format_id_comment,
+    is_block_id,
+    scan_line,
+)
+from aclarai.parsers.model import Block
+
+_OBSIDIAN_ID = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")
+_LIST_MARKER = re.compile(r"(\s*)([-+*]|[0-9]{1,9}[.)])(\s*)")
+_EMBED = re.compile(r"!\[\[[^\]]*\]\]")
+_ID_CHARS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Adopted:
+    """The note after adoption and the blocks it gained, in note order."""
+
+    text: str
+    block_ids: tuple[str, ...]
+    lines: tuple[int, ...]
+    """1-based line, in the original note, of each new block's last line of text."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    first: int
+    """0-based index of the element's first line."""
+    last: int
+    """0-based index of the element's last non-blank line."""
+    indent: str
+    existing_id: str | None
+
+
+def adopt_note(text: str, *, salt: str = "") -> Adopted:
+    """The note with every unmarked paragraph and list item made a block (see the module doc).
+
+    Raises:
+        ParseError: the marked note would not read back with the same old blocks plus the new
+            ones (a shape of Markdown this does not handle); nothing is changed.
+    """
+    lines = text.split("\n")
+    layout = scan_note(text)
+    start = _start_line(lines, layout)
+    targets = _targets(lines, start)
+    if not targets:
+        return Adopted(text, (), ())
+    crlf = lines[0].endswith("\r")
+    taken = {marker.block_id for marker in layout.markers}
+    out = list(lines)
+    ids: list[str] = []
+    after = [start, *(t.last + 1 for t in targets)]
+    for position, target in reversed(list(enumerate(targets))):
+        block_id = target.existing_id
+        if block_id is None or block_id in taken:
+            block_id = _new_id(salt, lines, target, position, taken)
+        taken.add(block_id)
+        ids.append(block_id)
+        end = "\r" if crlf else ""
+        added = [f"{target.indent}{format_id_comment(block_id, 1)}{end}"]
+        if target.existing_id != block_id:
+            added.append(f"{target.indent}^{block_id}{end}")
+        if target.last == len(lines) - 1 and crlf:
+            # The note's last line has no line ending of its own; it gets one before ours.
+            out[target.last] += "\r"
+            added[-1] = added[-1].removesuffix("\r")
+        out[target.last + 1 : target.last + 1] = added
+        if any(line.strip() for line in lines[after[position] : target.first]):
+            lead = lines[target.first][
+                : len(lines[target.first]) - len(lines[target.first].lstrip())
+            ]
+            out.insert(target.first, f"{lead}{BLOCK_START_COMMENT}{end}")
+    ids.reverse()
+    result = "\n".join(out)
+    _check(layout.note.blocks, result, ids)
+    return Adopted(result, tuple(ids), tuple(t.last + 1 for t in targets))
+
+
+def _start_line(lines: list[str], layout: NoteLayout) -> int:
+    """The first line that may be marked: after the frontmatter, the header comments and the
+    zone of the note's last block."""
+    if layout.markers:
+        last = layout.markers[-1]
+        return last.index + 1 + len(last.below)
+    index = 0
+    if lines[0].lstrip("\ufeff").rstrip() == "---":
+        for end in range(1, len(lines)):
+            if lines[end].rstrip() in ("---", "..."):
+                index = end + 1
+                break
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if stripped and not _is_comment_line(stripped):
+            break
+        index += 1
+    return index
+
+
+def _is_comment_line(stripped: str) -> bool:
+    found = scan_line(stripped)
+    return len(found.comments) == 1 and found.comments[0].end == len(stripped)
+
+
+def _targets(lines: list[str], start: int) -> list[_Target]:
+    # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
+    source = "\n".join(line.rstrip("\r").replace("\r", " ") for line in lines[start:])
+    tokens = _markdown().parse(source)
+    targets: list[_Target] = []
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        first, stop = start + token.map[0], start + token.map[1]
+        if token.type == "paragraph_open" and token.level == 0:
+            if _only_embeds(tokens[index + 1]):
+                continue
+            targets.append(_target(lines, first, stop, indent=""))
+        elif token.type == "list_item_open" and token.level == 1:
+            targets.append(_target(lines, first, stop, indent=_content_indent(lines[first])))
+    return [t for t in targets if t.last >= start]
+
+
+def _target(lines: list[str], first: int, stop: int, *, indent: str) -> _Target:
+    last = stop - 1
+    while last > first and not lines[last].strip():
+        last -= 1
+    found = _OBSIDIAN_ID.search(lines[last].rstrip("\r"))
+    existing = found.group(1) if found is not None and is_block_id(found.group(1)) else None
+    return _Target(first, last, indent, existing)
+
+
+def _only_embeds(inline: Token) -> bool:
+    return not _EMBED.sub("", inline.content).strip()
+
+
+def _content_indent(line: str) -> str:
+    match = _LIST_MARKER.match(line)
+    if match is None:
+        return ""
+    lead, marker, space = match.groups()
+    width = len(lead) + len(marker) + (len(space) if 1 <= len(space) <= 4 else 1)
+    return " " * width
+
+
+def _new_id(salt: str, lines: list[str], target: _Target, position: int, taken: set[str]) -> str:
+    seed = f"{salt}\0{lines[target.last]}\0{position}"
+    while True:
+        block_id = "blk-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:_ID_CHARS]
+        if block_id not in taken:
+            return block_id
+        seed += "\0"
+
+
+def _check(old_blocks: tuple[Block, ...], result: str, ids: list[str]) -> None:
+    found = {block.id: block for block in scan_note(result).note.blocks}
+    for block in old_blocks:
+        if found.get(block.id) != block:
+            raise ParseError(
+                "adopting would change an existing block; the note is left as it is",
+                block_id=block.id,
+            )
+    missing = [block_id for block_id in ids if block_id not in found]
+    if missing:
+        raise ParseError(
+            f"adopting would not give block {missing[0]!r} (unusual Markdown around it); "
+            "the note is left as it is",
+            block_id=missing[0],
+        )
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")

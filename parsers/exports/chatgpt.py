@@ -1,0 +1,145 @@
+"""ChatGPT's data export: ``conversations.json``.
+
+The file is a list of conversations (a single conversation object is accepted too). Each keeps
+its messages as a tree, ``mapping`` (node id → ``{message, parent, children}``): editing a prompt
+or regenerating an answer starts a branch. ``current_node`` is the leaf the user last saw, so the
+conversation is that leaf's chain of parents, read root first; the other branches are dropped.
+
+Kept: ``user`` and ``assistant`` messages addressed to everyone, with content type ``text`` or
+``multimodal_text`` (string parts only; images and files are dropped). Skipped: system and tool
+messages, messages hidden from the conversation (``metadata.is_visually_hidden_from_conversation``),
+assistant calls to tools (``recipient`` other than ``all``), and messages with no text left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aclarai.parsers.exports._common import (
+    expect,
+    fail,
+    from_epoch,
+    head,
+    head_keys,
+    load_json,
+)
+from aclarai.parsers.exports.base import Conversation, ExportReader, Message
+
+# Tuples, not sets: a malformed export may put a list where a string belongs.
+_SPOKEN_ROLES = ("user", "assistant")
+_TEXT_TYPES = ("text", "multimodal_text")
+
+
+class ChatGPTReader(ExportReader):
+    """ChatGPT data export (``conversations.json``)."""
+
+    name = "chatgpt"
+    extensions = (".json",)
+
+    def detect(self, data: bytes, name: str) -> bool:
+        text = head(data)
+        return text[:1] in ("[", "{") and {"mapping", "children"} <= head_keys(text)
+
+    def parse(self, data: bytes, name: str) -> list[Conversation]:
+        document = load_json(data, name)
+        items = [document] if isinstance(document, dict) else document
+        expect(items, list, name, "the export")
+        conversations = []
+        for index, item in enumerate(items):
+            conversation = _conversation(item, name, index)
+            if conversation.messages:
+                conversations.append(conversation)
+        return conversations
+
+
+def _conversation(item: Any, name: str, index: int) -> Conversation:
+    where = f"conversation {index + 1}"
+    expect(item, dict, name, where)
+    mapping = expect(item.get("mapping") or {}, dict, name, f"{where}'s mapping")
+    messages = []
+    for node_id in _current_branch(mapping, item.get("current_node"), name, where):
+        message = _message(node_id, mapping[node_id], name, where)
+        if message is not None:
+            messages.append(message)
+    conversation_id = item.get("id") or item.get("conversation_id")
+    return Conversation(
+        title=str(item.get("title") or "Untitled conversation"),
+        messages=tuple(messages),
+        format=ChatGPTReader.name,
+        source_name=name,
+        id=str(conversation_id) if conversation_id is not None else None,
+        created_at=from_epoch(item.get("create_time")),
+    )
+
+
+def _current_branch(mapping: Mapping[str, Any], leaf: Any, name: str, where: str) -> list[str]:
+    """Node ids from the root down to ``leaf``; without a ``current_node``, the newest branch."""
+    if leaf is None:
+        leaf = _newest_leaf(mapping, name, where)
+    chain: list[str] = []
+    seen: set[str] = set()
+    node_id = leaf
+    while node_id is not None:
+        if not isinstance(node_id, str):
+            raise fail(name, f"{where}: a node id should be a string, not {node_id!r}")
+        node = mapping.get(node_id)
+        if not isinstance(node, dict):
+            raise fail(name, f"{where}: node {node_id!r} is missing from the mapping")
+        if node_id in seen:
+            raise fail(name, f"{where}: the mapping's parent links form a cycle at {node_id!r}")
+        seen.add(node_id)
+        chain.append(node_id)
+        node_id = node.get("parent")
+    chain.reverse()
+    return chain
+
+
+def _newest_leaf(mapping: Mapping[str, Any], name: str, where: str) -> str | None:
+    roots = [
+        key for key, node in mapping.items() if isinstance(node, dict) and not node.get("parent")
+    ]
+    if not roots:
+        return None
+    node_id = roots[0]
+    for _ in range(len(mapping)):
+        children = mapping[node_id].get("children")
+        child = children[-1] if isinstance(children, list) and children else None
+        if not isinstance(child, str) or not isinstance(mapping.get(child), dict):
+            return node_id
+        node_id = child
+    raise fail(name, f"{where}: the mapping's child links form a cycle")
+
+
+def _message(node_id: str, node: dict[str, Any], name: str, where: str) -> Message | None:
+    message = node.get("message")
+    if message is None:
+        return None
+    expect(message, dict, name, f"{where}: the message of node {node_id!r}")
+    author = message.get("author") or {}
+    metadata = message.get("metadata") or {}
+    content = message.get("content") or {}
+    if (
+        not isinstance(author, dict)
+        or not isinstance(content, dict)
+        or author.get("role") not in _SPOKEN_ROLES
+        or message.get("recipient", "all") not in ("all", None)
+        or (isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"))
+        or content.get("content_type") not in _TEXT_TYPES
+    ):
+        return None
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return None
+    if len(parts) == 1 and isinstance(parts[0], str):
+        text = parts[0].strip()  # nearly every message: skip the generator
+    else:
+        text = "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+    if not text:
+        return None
+    return Message(
+        speaker=str(author.get("name") or author["role"]),
+        text=text,
+        created_at=from_epoch(message.get("create_time")),
+        id=node_id,
+    )

@@ -1,0 +1,298 @@
+"""The dashboard note of a real vault: written by resync and the daemon, rendered by a real
+Markdown renderer, every link resolving to a note and a block anchor; and ``aclarai claims``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from aclarai.daemon.cli import main
+from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.dashboard import DashboardRefresher
+from aclarai.daemon.factory import build_queue, build_store, build_vault
+from aclarai.daemon.resync import format_summary, resync
+from aclarai.graph import GraphStore
+from aclarai.parsers import ConfigError
+from tests.daemon.conftest import DaemonProcess, note_text, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = "aclarai/Dashboard.md"
+WIKILINK = re.compile(r"\[\[([^\]|]+?)(?:\|([^\]]*))?\]\]")
+# A block of hostile text: everything a wikilink's display text or a table cell must survive.
+ODD_NOTE = note_text(
+    [("blk-odd1", "carol: The cache | proxy on host #12 ^failed [[twice]] on Monday.")],
+    title="Odd",
+)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(ROOT / "sample_vault", target)
+    (target / "odd").mkdir()
+    (target / "odd" / "Pipes and hashes.md").write_text(ODD_NOTE, encoding="utf-8")
+    return target
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
+
+
+def _links(markdown: str) -> list[tuple[str, str]]:
+    """Every wikilink (target, display) in the text a Markdown renderer shows, table cells
+    included. Wikilinks are not CommonMark: they are found in the rendered inline text, so a
+    link the renderer broke apart (by a table cell or emphasis) is not found whole."""
+    md = MarkdownIt("commonmark").enable("table")
+    texts = []
+    for token in md.parse(markdown):
+        if token.type == "inline":
+            texts.append("".join(c.content for c in token.children or [] if c.type == "text"))
+    return [(m.group(1), m.group(2) or "") for text in texts for m in WIKILINK.finditer(text)]
+
+
+def _anchor_lines(note: Path) -> set[str]:
+    return {
+        line.strip()[1:]
+        for line in note.read_text(encoding="utf-8").splitlines()
+        if re.fullmatch(r"\^[A-Za-z0-9_-]+", line.strip())
+    }
+
+
+def test_resync_writes_a_dashboard_whose_every_link_resolves(vault: Path, config: Config) -> None:
+    summary = resync(config, vault)
+
+    assert summary.dashboard is not None and summary.dashboard.written
+    assert summary.dashboard.path == vault / DASHBOARD
+    assert re.search(
+        rf"\ndashboard +{re.escape(str(vault / DASHBOARD))} \(written\)\n",
+        (format_summary(summary)),
+    )
+    text = (vault / DASHBOARD).read_text(encoding="utf-8")
+    links = _links(text)
+    block_links = [(t, d) for t, d in links if "#^" in t]
+    assert len(block_links) >= 4 + 8, "the low-quality list and one weakest claim per note"
+    for target, display in links:
+        path, _, anchor = target.partition("#^")
+        note = vault / f"{path}.md"
+        assert note.is_file(), f"{target} names no note"
+        if anchor:
+            assert anchor in _anchor_lines(note), f"{target}: no ^{anchor} line in {note}"
+            assert display.startswith(note.stem + " › "), display
+    odd = [d for t, d in block_links if t == "odd/Pipes and hashes#^blk-odd1"]
+    assert odd == ["Pipes and hashes › carol: The cache ¦ proxy on …"]
+    assert "## Notes" in text and "| [[odd/Pipes and hashes]] | 1 | " in text
+
+
+def test_unchanged_vault_leaves_the_dashboard_alone(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    before = (vault / DASHBOARD).stat()
+    content = (vault / DASHBOARD).read_bytes()
+
+    again = resync(config, vault)
+
+    assert again.dashboard is not None and not again.dashboard.written
+    assert (vault / DASHBOARD).read_bytes() == content
+    assert (vault / DASHBOARD).stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_the_dashboard_is_never_a_note(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    # Even with text that looks like a Tier 1 block, it is never scanned or graded.
+    dashboard = vault / DASHBOARD
+    dashboard.write_text(note_text([("blk-dash1", "eve: The dashboard is a note.")]))
+
+    again = resync(config, vault)
+
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        assert DASHBOARD not in store.file_states()
+        assert store.get_blocks(["blk-dash1"]) == {}
+    finally:
+        store.close()
+    notes = [note.rel for note in build_vault(config, vault).iter_notes()]
+    assert DASHBOARD not in notes
+    assert again.scan.files_seen == len(notes)
+    assert again.dashboard is not None and again.dashboard.written
+    assert "blk-dash1" not in dashboard.read_text()
+
+
+def test_null_path_turns_the_dashboard_off(vault: Path, tmp_path: Path) -> None:
+    config = load_config(
+        env={"ACLARAI_STATE_DIR": str(tmp_path / "state"), "ACLARAI_DASHBOARD__PATH": "null"}
+    )
+    summary = resync(config, vault)
+    assert summary.dashboard is None
+    assert not (vault / "aclarai").exists()
+    with pytest.raises(ConfigError, match=r"dashboard\.path"):
+        load_config(env={"ACLARAI_DASHBOARD__PATH": "../outside.md"})
+
+
+def _fail_one_claim(store: GraphStore, block_id: str) -> str:
+    """Record a failed evaluation (null entailment) on the block's first claim; its id."""
+    [first, *_] = store.claims_of_blocks([block_id])[block_id]
+    assert first.score is not None
+    store.write_scores(
+        [dataclasses.replace(first.score, entailed_score=None, status="timeout", verdict=None)]
+    )
+    return first.id
+
+
+def test_failed_evaluations_and_the_queue_are_shown(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    state = config.state_dir_for(vault)
+    store, queue = build_store(config, state), build_queue(config, state)
+    try:
+        _fail_one_claim(store, "blk-a5cd68")
+        queue.set_meta("paused", "1")
+        refresher = DashboardRefresher(config, vault, store, queue, model="scripted:1")
+        result = refresher.maybe_write()
+    finally:
+        store.close()
+        queue.close()
+
+    assert result is not None and result.written
+    text = (vault / DASHBOARD).read_text()
+    failed = text.split("## Failed evaluations", 1)[1]
+    assert failed.startswith("\n\n1, retried on every resync.\n")
+    assert "[[meetings/2024-06-03 Standup#^blk-a5cd68|" in failed
+    assert "entailed null · coverage 0." in failed or "entailed null · coverage 1." in failed
+    assert "status: timeout" in failed
+    assert "- paused: yes" in text and "- model: scripted:1" in text
+
+
+def test_refresher_writes_at_most_once_per_interval(vault: Path, tmp_path: Path) -> None:
+    config = load_config(
+        env={
+            "ACLARAI_STATE_DIR": str(tmp_path / "state"),
+            "ACLARAI_DASHBOARD__MIN_INTERVAL_S": "30",
+        }
+    )
+    resync(config, vault)
+    (vault / DASHBOARD).unlink()
+    now = [1000.0]
+    state = config.state_dir_for(vault)
+    store, queue = build_store(config, state), build_queue(config, state)
+    try:
+        refresher = DashboardRefresher(config, vault, store, queue, model="m", clock=lambda: now[0])
+        first = refresher.maybe_write()
+        assert first is not None and first.written
+        assert refresher.maybe_write() is None, "nothing marked"
+        refresher.mark()
+        now[0] += 29.0
+        queue.set_meta("paused", "1")
+        assert refresher.maybe_write() is None, "within the interval"
+        assert "- paused: no" in (vault / DASHBOARD).read_text()
+        now[0] += 1.0
+        later = refresher.maybe_write()
+        assert later is not None and later.written
+        assert "- paused: yes" in (vault / DASHBOARD).read_text()
+    finally:
+        store.close()
+        queue.close()
+
+
+def test_the_daemon_rewrites_the_dashboard_after_a_drain(
+    vault: Path, start_daemon: Callable[..., DaemonProcess]
+) -> None:
+    daemon = start_daemon(vault, ACLARAI_DASHBOARD__MIN_INTERVAL_S="0.2")
+    dashboard = vault / DASHBOARD
+    wait_until(dashboard.exists, timeout_s=20)
+    note = vault / "odd" / "Pipes and hashes.md"
+    note.write_text(
+        ODD_NOTE + note_text([("blk-odd2", "dave: He fixed it there yesterday.")], title="x")
+    )
+
+    wait_until(lambda: "blk-odd2" in dashboard.read_text(), timeout_s=30)
+    assert "| [[odd/Pipes and hashes]] | 2 | " in dashboard.read_text()
+    assert daemon.stop() == 0
+
+
+# --- aclarai claims ------------------------------------------------------------------------
+
+
+def test_claims_lists_the_low_quality_claims_worst_first(
+    vault: Path, config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    resync(config, vault)
+    capsys.readouterr()
+
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        below = store.low_quality_claims(0.70, None)
+    finally:
+        store.close()
+
+    assert main(["claims", str(vault)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(below) > 0
+    assert f"#^{below[0].block_id}  " in lines[0]
+    qualities = [float(line.split()[0]) for line in lines]
+    assert qualities == sorted(qualities) and all(q <= 0.70 for q in qualities), "2 decimals"
+    assert "meetings/2024-06-05 Planning.md#^blk-de06ce  He said it would be done by Friday." in (
+        "\n".join(lines)
+    )
+
+    assert main(["claims", str(vault), "--below", "0.8", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(records) > 4
+    assert all(r["quality"] < 0.8 for r in records)
+    assert set(records[0]) == {
+        "claim_id",
+        "claim",
+        "file",
+        "block_id",
+        "quality",
+        "entailed_score",
+        "coverage_score",
+        "decontextualization_score",
+        "verdict",
+        "justification",
+        "status",
+    }
+
+    standup = "meetings/2024-06-03 Standup"
+    assert main(["claims", str(vault), "--below", "0.8", "--note", standup, "--json"]) == 0
+    mine = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert mine and {r["file"] for r in mine} == {f"{standup}.md"}
+    assert mine == [r for r in records if r["file"] == f"{standup}.md"]
+    assert main(["claims", str(vault), "--note", standup]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["claims", str(vault), "--note", str(vault / f"{standup}.md")]) == 0
+    by_path = capsys.readouterr().out
+    assert by_path == by_name and "Standup.md#^" in by_name
+    assert set(by_name.splitlines()) <= set(lines)
+
+
+def test_claims_null_lists_failed_evaluations_with_their_status(
+    vault: Path, config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    resync(config, vault)
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        claim_id = _fail_one_claim(store, "blk-a5cd68")
+    finally:
+        store.close()
+    capsys.readouterr()
+
+    assert main(["claims", str(vault), "--null", "--json"]) == 0
+    [record] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (record["claim_id"], record["status"], record["quality"]) == (claim_id, "timeout", None)
+    assert record["entailed_score"] is None and record["coverage_score"] is not None
+
+    assert main(["claims", str(vault), "--null"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("(timeout)")
+
+
+def test_claims_before_any_resync_is_one_error_line(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["claims", str(vault)]) == 1
+    assert capsys.readouterr().err.strip() == "aclarai: no state yet: run `aclarai resync` first"
