@@ -357,14 +357,22 @@ class DirtyBlockConsumer:
             self._unwritten[bid] = blocks[bid].hash
         to_extract = [blocks[bid] for bid in targets if bid in changed]
         failed = self._extract(parsed.blocks, to_extract, stats)
+        # A block's decontextualization reads the blocks around it: when one changes, the
+        # scores of the blocks whose window holds it are re-made too, once per pass.
+        neighbours = self._window_neighbours(parsed.blocks, changed, kept) - set(targets)
+        scored = [*targets, *sorted(neighbours, key=lambda bid: blocks[bid].line)]
+        if neighbours:
+            log.info("%s: %d neighbouring block(s) re-scored", rel, len(neighbours))
 
-        claims_by_block = self.store.claims_of_blocks(targets)
+        claims_by_block = self.store.claims_of_blocks(scored)
         pending = [
             (blocks[bid], claim)
-            for bid in targets
+            for bid in scored
             if bid not in failed
             for claim in claims_by_block[bid]
-            if self.settings.reevaluate or needs_evaluation(claim, blocks[bid].hash)
+            if self.settings.reevaluate
+            or bid in neighbours
+            or needs_evaluation(claim, blocks[bid].hash)
         ]
         if pending:
             window = {b.id: self._window_texts(parsed.blocks, b) for b, _ in pending}
@@ -375,6 +383,12 @@ class DirtyBlockConsumer:
             if len(unavailable) == len(scores):
                 raise EvaluatorUnavailable(unavailable[0].status)
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            # A neighbour's text did not change: a failed re-score keeps the scores it has.
+            kept_scores = [
+                (b, c, s)
+                for (b, c), s in zip(pending, scores, strict=True)
+                if b.id not in neighbours or s.status == "ok"
+            ]
             records_out = [
                 ScoreRecord(
                     claim_id=c.id,
@@ -390,22 +404,22 @@ class DirtyBlockConsumer:
                     omitted=s.omitted,
                     evaluated_at=now,
                 )
-                for (b, c), s in zip(pending, scores, strict=True)
+                for b, c, s in kept_scores
             ]
             written = self.store.write_scores(records_out)
             stats.claims_evaluated += len(pending)
             stats.scores_written += written
             stats.null_scores += sum(
-                1 for s in scores if any(getattr(s, n) is None for n in SCORE_NAMES)
+                1 for _, _, s in kept_scores if any(getattr(s, n) is None for n in SCORE_NAMES)
             )
             for (b, c), s in zip(pending, scores, strict=True):
                 log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
-            claims_by_block = self.store.claims_of_blocks(targets)
+            claims_by_block = self.store.claims_of_blocks(scored)
 
         if to_extract or pending:
             self._model_answered()
-        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in targets}
-        for bid in sorted({b.id for b, _ in pending}, key=targets.index):
+        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in scored}
+        for bid in sorted({b.id for b, _ in pending}, key=scored.index):
             log.info("%s: block %s scored: %s", rel, bid, _format_scores(updates[bid]))
         for bid in sorted(edited & set(failed), key=targets.index):
             log.info(
@@ -535,6 +549,20 @@ class DirtyBlockConsumer:
             before=tuple(Utterance(b.id, b.text) for b in blocks[max(0, index - p) : index]),
             after=tuple(Utterance(b.id, b.text) for b in blocks[index + 1 : index + 1 + f]),
         )
+
+    def _window_neighbours(
+        self, blocks: Sequence[Block], changed: set[str], kept: set[str]
+    ) -> set[str]:
+        """The blocks (of ``kept``) whose window holds a block of ``changed``."""
+        p, f = self.settings.window_before, self.settings.window_after
+        ids = [b.id for b in blocks if b.id in kept]
+        found: set[str] = set()
+        for index, bid in enumerate(ids):
+            if bid in changed:
+                # Block j sees i when i is among its p blocks before or its f blocks after.
+                found.update(ids[max(0, index - f) : index])
+                found.update(ids[index + 1 : index + 1 + p])
+        return found - changed
 
     def _window_texts(self, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
         item = self._extraction_input(blocks, block)

@@ -254,7 +254,7 @@ def test_an_edit_that_cannot_be_scored_loses_its_old_comments_until_scoring_succ
 
     assert rig.consumer.drain().null_scores == 1
     assert rig.block("n.md", "X") == (3, {}), "scores of the old text go, one ver +1"
-    assert rig.block("n.md", "Y") == (2, SCORED)
+    assert rig.block("n.md", "Y") == (2, SCORED), "a neighbour's failed re-score keeps its own"
 
     rig.scanner.scan()
     assert rig.consumer.drain().files_written == 0, "still failing: nothing more to remove"

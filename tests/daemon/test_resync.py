@@ -108,16 +108,28 @@ def test_scores_visibly_differ_on_context_dependent_utterances(vault: Path, conf
     assert vague.scores["decontextualization_score"] < concrete.scores["decontextualization_score"]
 
 
-def test_editing_one_block_rescores_only_it(vault: Path, config: Config) -> None:
+def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
+    vault: Path, config: Config
+) -> None:
     resync(config, vault)
     rel = "meetings/2024-06-07 Incident review.md"
     path = vault / rel
     text = path.read_text()
     path.write_text(text.replace("roughly 1,200 orders", "roughly 3,400 orders"))
     others = {k: v for k, v in snapshot(vault).items() if k != rel}
+    blocks = [b.id for b in parse_note(path.read_text()).blocks]
+    at = next(i for i, b in enumerate(parse_note(path.read_text()).blocks) if "3,400" in b.text)
+    window = config.window.claimify
+    neighbours = blocks[max(0, at - window.f) : at] + blocks[at + 1 : at + 1 + window.p]
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        neighbour_claims = sum(len(c) for c in store.claims_of_blocks(neighbours).values())
+    finally:
+        store.close()
     summary = resync(config, vault)
     assert summary.scan.dirty_blocks == 1
-    assert summary.drain.claims_evaluated == 1
+    assert neighbour_claims > 0
+    assert summary.drain.claims_evaluated == 1 + neighbour_claims
     assert {k: v for k, v in snapshot(vault).items() if k != rel} == others
     edited = next(b for b in parse_note(path.read_text()).blocks if "3,400" in b.text)
     store = build_store(config, config.state_dir_for(vault))
@@ -319,3 +331,51 @@ def test_status_verify_rehashes_the_vault_against_the_graph(vault: Path, config:
     assert status.drift == 1
     assert "1 block(s) differ from the vault" in format_status(status)
     assert collect_status(config, vault).drift is None
+
+
+def score_comments(root: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Each note's blocks' score comments (what a reader of the note sees), without ``ver``."""
+    return {
+        p.relative_to(root).as_posix(): {
+            b.id: dict(b.scores) for b in parse_note(p.read_text()).blocks
+        }
+        for p in sorted(root.rglob("*.md"))
+        if p.relative_to(root).as_posix() != DASHBOARD
+    }
+
+
+def test_scores_that_read_the_neighbours_follow_an_edit_of_the_neighbour(
+    tmp_path: Path,
+) -> None:
+    """Decontextualization reads the blocks around a claim's block: editing a neighbour
+    re-scores it, so an incremental pass ends where a fresh resync of the same text does."""
+    note = (
+        "<!-- aclarai:title=Ops -->\n\n"
+        "alice: We moved the server to Frankfurt last week.\n<!-- aclarai:id=blk-a ver=1 -->\n\n"
+        "bob: The server now restarts every night at 02:00.\n<!-- aclarai:id=blk-b ver=1 -->\n\n"
+        "carol: Backups run at 03:00 on the same host.\n<!-- aclarai:id=blk-c ver=1 -->\n"
+    )
+    incremental, fresh = tmp_path / "incremental", tmp_path / "fresh"
+    for root in (incremental, fresh):
+        root.mkdir()
+        (root / "ops.md").write_text(note)
+    config = load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state-incremental")})
+    resync(config, incremental)
+    before = score_comments(incremental)["ops.md"]["blk-b"]
+
+    edited = note.replace("We moved the server to Frankfurt", "We moved to Frankfurt")
+    (incremental / "ops.md").write_text(
+        (incremental / "ops.md")
+        .read_text()
+        .replace("We moved the server to Frankfurt", "We moved to Frankfurt")
+    )
+    summary = resync(config, incremental)
+    assert summary.scan.dirty_blocks == 1
+
+    (fresh / "ops.md").write_text(edited)
+    resync(load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state-fresh")}), fresh)
+    after = score_comments(incremental)["ops.md"]["blk-b"]
+    assert after != before, "the edit took the antecedent of 'the server' out of blk-b's window"
+    assert score_comments(incremental) == score_comments(fresh)
+    [b] = [b for b in parse_note((incremental / "ops.md").read_text()).blocks if b.id == "blk-b"]
+    assert b.version == 3, "one ver +1 for its first scores, one for the re-score"
