@@ -59,7 +59,7 @@ from aclarai.agents.llm_schemas import (
     schema_hint,
 )
 from aclarai.agents.prompts import Message
-from aclarai.parsers import EvaluationError, EvaluatorUnavailable
+from aclarai.parsers import EvaluationError, EvaluatorUnavailable, InputTooLong
 
 if TYPE_CHECKING:
     import openai
@@ -135,14 +135,6 @@ class EndpointSettings:
             context_tokens=llm.context_tokens,
             max_attempts=max_attempts,
         )
-
-
-class InputTooLong(EvaluationError):
-    """The request does not fit the model's context window: it alone fails, nothing is retried."""
-
-    def __init__(self, message: str, *, context_tokens: int | None = None):
-        super().__init__(message)
-        self.context_tokens = context_tokens
 
 
 class CallCancelled(EvaluatorUnavailable):

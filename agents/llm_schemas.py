@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from aclarai.parsers import EvaluationError
+from aclarai.parsers import UnparseableOutput
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -26,10 +26,6 @@ VerdictLabel = Literal["supported", "weakly_supported", "unsupported"]
 
 ENTAILMENT_VALUES: dict[str, float] = {"entailed": 1.0, "partial": 0.5, "not_entailed": 0.0}
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-
-
-class UnparseableOutput(EvaluationError):
-    """The model replied, but not with what the schema asks for (even after one repair)."""
 
 
 class _Out(BaseModel):

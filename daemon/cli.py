@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from aclarai.daemon.config import Config, load_config
-from aclarai.daemon.lock import LockBusy
 from aclarai.daemon.logs import setup_logging
-from aclarai.parsers import AclaraiError, StoreUnavailable
+from aclarai.parsers import AclaraiError, EvaluatorUnavailable, StoreUnavailable, VaultBusy
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +30,19 @@ EX_TEMPFAIL = 75
 EX_BROKEN_PIPE = 128 + 13
 
 Handler = Callable[[argparse.Namespace, Config], int]
+
+EXIT_STATUS: tuple[tuple[type[AclaraiError], int, str], ...] = (
+    (VaultBusy, EX_TEMPFAIL, "another aclarai holds this vault: "),
+    (StoreUnavailable, EX_TEMPFAIL, "graph store unavailable, try again later: "),
+    (EvaluatorUnavailable, EX_UNAVAILABLE, "model endpoint unavailable, try again later: "),
+    (AclaraiError, 1, ""),
+)
+"""The one place an error becomes an exit status: the first class that matches wins."""
+
+
+def exit_status(exc: AclaraiError) -> tuple[int, str]:
+    """The exit status for ``exc`` and the words that go before its message."""
+    return next((status, prefix) for kind, status, prefix in EXIT_STATUS if isinstance(exc, kind))
 
 
 def _vault(args: argparse.Namespace, config: Config) -> Path:
@@ -413,17 +425,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EX_BROKEN_PIPE
-    except LockBusy as exc:
-        print(f"aclarai: another aclarai holds this vault: {exc}", file=sys.stderr)
-        return EX_TEMPFAIL
-    except StoreUnavailable as exc:
-        # Driver messages span lines; the user gets one.
-        message = " ".join(str(exc).split())
-        print(f"aclarai: graph store unavailable, try again later: {message}", file=sys.stderr)
-        return EX_TEMPFAIL
     except AclaraiError as exc:
-        print(f"aclarai: {exc}", file=sys.stderr)
-        return 1
+        status, prefix = exit_status(exc)
+        # Driver messages span lines; the user gets one.
+        print(f"aclarai: {prefix}{' '.join(str(exc).split())}", file=sys.stderr)
+        return status
     except KeyboardInterrupt:
         return 130
 

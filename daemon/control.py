@@ -30,9 +30,9 @@ from pathlib import Path
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_queue
-from aclarai.daemon.lock import LOCK_NAME, LockBusy, is_held, read_holder
+from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
 from aclarai.daemon.queue import DurableQueue
-from aclarai.parsers import AclaraiError
+from aclarai.parsers import AclaraiError, VaultBusy
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def hand_resync_to_daemon(
         then the caller runs the resync itself.
 
     Raises:
-        LockBusy: the daemon did not answer within ``timeout_s``.
+        VaultBusy: the daemon did not answer within ``timeout_s``.
     """
     state_dir = config.state_dir_for(vault_root)
     if not daemon_running(state_dir):
@@ -249,5 +249,5 @@ def _wait_for_answer(
             return None
         if deadline is not None and time.monotonic() >= deadline:
             queue.delete_meta(REQUEST_PREFIX + request_id)
-            raise LockBusy(f"the daemon did not finish the resync within {timeout_s:g} s")
+            raise VaultBusy(f"the daemon did not finish the resync within {timeout_s:g} s")
         time.sleep(poll_s)

@@ -93,7 +93,7 @@ def run_daemon(
 
     Raises:
         AclaraiError: the vault does not exist, or the config is unusable.
-        LockBusy: another aclarai process holds this vault.
+        VaultBusy: another aclarai process holds this vault.
     """
     if not vault_root.is_dir():
         raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")

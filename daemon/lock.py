@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from aclarai.parsers import VaultBusy
+
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "vault.lock"
@@ -33,10 +35,6 @@ VAULT_LOCK_NAME = "lock"
 ONE_SHOT_ROLE = "resync"
 """The role of a holder that ends by itself; any other (the daemon) holds the vault until
 stopped."""
-
-
-class LockBusy(Exception):
-    """Another process holds the vault lock."""
 
 
 class _LockFile:
@@ -99,7 +97,7 @@ class VaultLock:
         """Take the lock, waiting up to ``timeout_s`` (``None``: forever).
 
         Raises:
-            LockBusy: still held by another process when the wait ends.
+            VaultBusy: still held by another process when the wait ends.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         pid = os.getpid()
@@ -113,7 +111,7 @@ class VaultLock:
                 self._held = True
                 return
             if (deadline is not None and time.monotonic() >= deadline) or self._never_free(busy):
-                raise LockBusy(describe_holder(busy.path))
+                raise VaultBusy(describe_holder(busy.path))
             time.sleep(poll_s)
 
     def _never_free(self, busy: _LockFile) -> bool:

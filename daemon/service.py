@@ -36,7 +36,7 @@ from aclarai.agents import (
     verify_claims,
 )
 from aclarai.daemon.config import ServiceSettings
-from aclarai.parsers import EvaluatorUnavailable
+from aclarai.parsers import EvaluatorUnavailable, PayloadError
 
 logger = logging.getLogger(__name__)
 
@@ -150,10 +150,6 @@ class VerifyResponse(_Wire):
 
 class _Closeable(Protocol):
     def close(self) -> None: ...
-
-
-class PayloadError(ValueError):
-    """A payload that is not a valid evaluation request; the message names the field."""
 
 
 def describe_validation_error(exc: ValidationError, *, prefix: Sequence[str | int] = ()) -> str:

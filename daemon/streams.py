@@ -42,11 +42,10 @@ from aclarai.daemon.config import Config, RedisSettings
 from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
     EvaluateRequest,
-    PayloadError,
     ServiceCore,
     parse_evaluate_payload,
 )
-from aclarai.parsers import BrokerUnavailable, TransientError
+from aclarai.parsers import BrokerUnavailable, PayloadError, TransientError
 
 logger = logging.getLogger(__name__)
 

@@ -9,9 +9,16 @@
     │   └── StoreUnavailable     … because it cannot be reached right now      (TransientError)
     ├── EvaluationError          an evaluator could not produce a result
     │   └── EvaluatorUnavailable … because the model endpoint is unreachable   (TransientError)
+    │   ├── InputTooLong         … because the prompt does not fit the model's context
+    │   └── UnparseableOutput    … because the model's reply does not fit the schema
     ├── WriteConflict            a note changed between read and write (.path)
+    ├── VaultBusy                another aclarai process holds the vault       (TransientError)
+    ├── PayloadError             an evaluation request that is not valid (names the field)
     └── QueueError               the durable queue or the stream broker failed
         └── BrokerUnavailable    … because Redis cannot be reached             (TransientError)
+
+The command line turns each into one line on stderr and an exit status, in one table
+(``aclarai.daemon.cli.EXIT_STATUS``).
 
 ``TransientError`` is a marker mixed into every "try again later" error, so retry code can name
 one class. Built-in exceptions (``ValueError``, ``TypeError``) stay for programming mistakes;
@@ -79,12 +86,32 @@ class EvaluatorUnavailable(EvaluationError, TransientError):
         self.retry_after = retry_after
 
 
+class InputTooLong(EvaluationError):
+    """The request does not fit the model's context window: it alone fails, nothing is retried."""
+
+    def __init__(self, message: str, *, context_tokens: int | None = None):
+        super().__init__(message)
+        self.context_tokens = context_tokens
+
+
+class UnparseableOutput(EvaluationError):
+    """The model replied, but not with what the schema asks for (even after one repair)."""
+
+
 class WriteConflict(AclaraiError):
     """A note changed between the moment it was read and the moment it was to be replaced."""
 
     def __init__(self, message: str, *, path: Path | str | None = None):
         super().__init__(message)
         self.path = path
+
+
+class VaultBusy(TransientError):
+    """Another aclarai process holds the vault (its lock names the holder)."""
+
+
+class PayloadError(AclaraiError):
+    """A payload that is not a valid evaluation request; the message names the field."""
 
 
 class QueueError(AclaraiError):

@@ -168,3 +168,27 @@ def test_machine_dependency_check_catches(tmp_path: Path, source: str, finding: 
     path = tmp_path / "test_example.py"
     path.write_text(source + "\n")
     assert any(finding in f for f in _machine_dependencies(path))
+
+
+def test_every_project_error_belongs_to_the_one_tree() -> None:
+    """Every exception class the rooms define is an ``AclaraiError``, so the command line maps
+    each to its exit status in one place."""
+    from aclarai.daemon.cli import EXIT_STATUS
+    from aclarai.parsers import AclaraiError
+
+    outside = []
+    for room in ROOMS:
+        for path in _modules(room):
+            parts = path.relative_to(ROOT / room).with_suffix("").parts
+            name = ".".join(("aclarai", room, *(p for p in parts if p != "__init__")))
+            module = importlib.import_module(name)
+            for value in vars(module).values():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, BaseException)
+                    and value.__module__ == name
+                    and not issubclass(value, AclaraiError)
+                ):
+                    outside.append(f"{name}.{value.__name__}")
+    assert outside == []
+    assert EXIT_STATUS[-1][0] is AclaraiError, "the root comes last: it catches the rest"
