@@ -1,11 +1,10 @@
 """Tools by agent role, as configured under ``tools.agent_tool_mappings``.
 
 A user gives or takes a tool from an agent by editing that mapping; no code changes. Each entry
-names a tool, the description shown to the model, and parameters (collection, top-k, row limits)
-that become the tool's defaults. The factory knows how to build each tool name from a
-:data:`ToolBuilder`; a name it has never heard of is a configuration error, while a known tool
-whose backend is absent (no Neo4j behind ``neo4j_query_tool`` with the SQLite store) is left out
-with a log line.
+names a tool, the description shown to the model, and parameters (collection, top-k) that become
+the tool's defaults. The factory knows how to build each tool name from a :data:`ToolBuilder`; a
+name it has never heard of is a configuration error, while a known tool whose backend is absent
+(no index of the vault's utterances) is left out with a log line.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ from aclarai.parsers import ConfigError
 logger = logging.getLogger(__name__)
 
 VECTOR_SEARCH = "vector_search_utterances"
-NEO4J_QUERY = "neo4j_query_tool"
-KNOWN_TOOLS = frozenset({VECTOR_SEARCH, NEO4J_QUERY})
+KNOWN_TOOLS = frozenset({VECTOR_SEARCH})
 
 
 class ToolSpecLike(Protocol):
@@ -121,34 +119,18 @@ def vector_search_builder(indexes: Mapping[str, VectorIndex]) -> ToolBuilder:
     return build
 
 
-def callable_builder(function: Callable[..., Any]) -> ToolBuilder:
-    """Builds a tool around an injected callable (the graph's ``neo4j_query_tool``, say).
-
-    The configured params are passed as keyword arguments, overridable per call.
-    """
-
-    def build(spec: ToolSpecLike) -> Tool:
-        return Tool(spec.name, spec.description, function, dict(spec.params))
-
-    return build
-
-
 def build_tool_factory(
     mappings: Mapping[str, Sequence[ToolSpecLike]],
     *,
     utterances: VectorIndex | None = None,
-    neo4j_query: Callable[..., Any] | None = None,
 ) -> ToolFactory:
-    """The usual factory: vector search over ``utterances``, and the injected graph query.
+    """The usual factory: vector search over ``utterances``.
 
     Args:
         mappings: ``tools.agent_tool_mappings``.
         utterances: the index of every block, as collection ``utterances``.
-        neo4j_query: the graph's read-only query callable, when the graph is Neo4j.
     """
     builders: dict[str, ToolBuilder] = {}
     if utterances is not None:
         builders[VECTOR_SEARCH] = vector_search_builder({"utterances": utterances})
-    if neo4j_query is not None:
-        builders[NEO4J_QUERY] = callable_builder(neo4j_query)
     return ToolFactory(mappings, builders)

@@ -149,16 +149,11 @@ def _default_tool_mappings() -> dict[str, tuple[ToolSpec, ...]]:
         description="Find the utterances of the vault most similar to a text.",
         params={"collection": "utterances", "top_k": 5},
     )
-    neighbours = ToolSpec(
-        name="neo4j_query_tool",
-        description="Read-only questions about the graph: neighbouring blocks, claims of a block.",
-        params={"max_rows": 50, "timeout_s": 5},
-    )
     return {
         "entailment_agent": (),
         "coverage_agent": (),
         "decontextualization_agent": (search,),
-        "claimify_agent": (neighbours,),
+        "claimify_agent": (),
     }
 
 

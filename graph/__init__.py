@@ -14,8 +14,6 @@ from aclarai.graph.base import (
     SyncResult,
     claim_quality,
 )
-from aclarai.graph.neo4j import Neo4jStore
-from aclarai.graph.query_tool import GraphQueryTool, make_query_tool
 from aclarai.graph.sqlite import SqliteStore
 
 __all__ = [
@@ -24,7 +22,6 @@ __all__ = [
     "ClaimRecord",
     "FileState",
     "FileSync",
-    "GraphQueryTool",
     "GraphStore",
     "Neo4jStore",
     "ScoreRecord",
@@ -34,5 +31,13 @@ __all__ = [
     "StoredClaim",
     "SyncResult",
     "claim_quality",
-    "make_query_tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The Neo4j driver is imported when the Neo4j store is asked for, not by every command.
+    if name == "Neo4jStore":
+        from aclarai.graph.neo4j import Neo4jStore
+
+        return Neo4jStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,20 @@ def test_every_project_error_belongs_to_the_one_tree() -> None:
                     outside.append(f"{name}.{value.__name__}")
     assert outside == []
     assert EXIT_STATUS[-1][0] is AclaraiError, "the root comes last: it catches the rest"
+
+
+def test_only_the_neo4j_store_imports_the_driver() -> None:
+    importers = [
+        path.relative_to(ROOT).as_posix()
+        for room in ROOMS
+        for path in _modules(room)
+        if any(name == "neo4j" or name.startswith("neo4j.") for name in _imports(path))
+    ]
+    assert importers == ["graph/neo4j.py"]
+    # And no command on the embedded store loads it: importing the rooms does not.
+    probe = (
+        "import sys, aclarai.graph, aclarai.daemon.resync, aclarai.daemon.status, "
+        "aclarai.daemon.cli; print('neo4j' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from aclarai.agents.cache import ResultCache
 from aclarai.agents.embeddings import HashingEmbedder, OpenAIEmbedder
 from aclarai.agents.llm_client import LLMClient
 from aclarai.agents.tools import (
-    NEO4J_QUERY,
     VECTOR_SEARCH,
     ToolFactory,
     build_tool_factory,
@@ -94,24 +92,8 @@ def test_default_mapping_gives_search_to_the_decontextualization_agent() -> None
     assert len(search(query="Curie")) == 4
     assert [h.block_id for h in search(query="Nobel Prize in Physics", top_k=1)] == ["b1"]
     assert factory.tools_for("entailment_agent") == ()
-    assert factory.tools_for("claimify_agent") == (), "no graph query without Neo4j"
+    assert factory.tools_for("claimify_agent") == ()
     assert factory.tools_for("no_such_agent") == ()
-
-
-def test_injected_graph_query_gets_its_configured_params() -> None:
-    calls: list[dict[str, Any]] = []
-
-    def neo4j_query(**kwargs: Any) -> list[dict[str, Any]]:
-        calls.append(kwargs)
-        return [{"id": "blk-1"}]
-
-    factory = build_tool_factory(ToolsSettings().agent_tool_mappings, neo4j_query=neo4j_query)
-    tool = factory.tool("claimify_agent", NEO4J_QUERY)
-
-    assert tool is not None
-    assert tool(query="MATCH (b:Block) RETURN b.id", max_rows=10) == [{"id": "blk-1"}]
-    assert calls == [{"max_rows": 10, "timeout_s": 5, "query": "MATCH (b:Block) RETURN b.id"}]
-    assert factory.tool("decontextualization_agent", VECTOR_SEARCH) is None
 
 
 def test_user_can_move_a_tool_and_set_its_top_k() -> None:
