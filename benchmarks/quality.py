@@ -17,9 +17,9 @@ LLM evaluator is built exactly as the daemon builds it (``aclarai.daemon.factory
 configuration (``--config`` or the usual layers) with ``model.backend`` set by ``--evaluator``;
 the offline one needs no configuration and is built directly.
 Prints, per set: AUROC of ``entailed_score``, balanced accuracy at ``threshold.claim_quality``,
-WiCE's three-way verdict accuracy, and for HaluEval a length-controlled comparison (only the
-question pairs whose right and hallucinated answers have about the same length, since
-hallucinated answers are much longer). Then calls per claim, cache hit rate and time per item.
+WiCE's three-way verdict accuracy, and for HaluEval (length-matched, as above) how often the
+right answer of a pair outscores the hallucinated one. Then calls per claim, cache hit rate
+and time per item.
 """
 
 from __future__ import annotations
@@ -48,14 +48,11 @@ from labelled_data import (
     binary_sets,
     data_dir,
     expected_calibration_error,
-    load_halueval,
+    load_halueval_matched,
     load_true,
     load_wice,
     word_overlap,
 )
-
-LENGTH_TOLERANCE = 0.2
-"""HaluEval pairs count only when the answers' word counts differ by at most this share."""
 
 
 @dataclass
@@ -100,17 +97,12 @@ def three_way_accuracy(run: Run) -> float:
 
 
 def halueval_length_controlled(run: Run) -> tuple[int, float, float]:
-    """(pairs kept, share where the right answer outscores the hallucinated one, AUROC)."""
+    """(pairs scored, share where the right answer outscores the hallucinated one, AUROC) over
+    the length-matched (right, hallucinated) pairs, which come in that order."""
     kept, wins, values, labels = 0, 0.0, [], []
     for i in range(0, len(run.pairs), 2):
-        right, wrong = run.pairs[i], run.pairs[i + 1]
         a, b = run.scores[i].entailed_score, run.scores[i + 1].entailed_score
-        n_right, n_wrong = len(right.claim.split()), len(wrong.claim.split())
-        if (
-            a is None
-            or b is None
-            or abs(n_right - n_wrong) > LENGTH_TOLERANCE * max(n_right, n_wrong)
-        ):
+        if a is None or b is None:
             continue
         kept += 1
         wins += 1.0 if a > b else 0.5 if a == b else 0.0
@@ -124,7 +116,7 @@ def halueval_length_controlled(run: Run) -> tuple[int, float, float]:
 def load_sets(data: Path, limit: int | None) -> list[Run]:
     """Every labelled set, each cut to its first ``limit`` pairs when given."""
     sets = [(name, load_true(data, name)) for name in TRUE_SETS]
-    sets += [("wice", load_wice(data)), ("halueval", load_halueval(data))]
+    sets += [("wice", load_wice(data)), ("halueval", load_halueval_matched(data))]
     runs = []
     for name, pairs in sets:
         if limit is not None:

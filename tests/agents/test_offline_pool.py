@@ -6,11 +6,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from aclarai.agents import EvalItem, Evaluator, OfflineEvaluator, Score
 from aclarai.agents.pool import MIN_CHUNK, PooledEvaluator
+from aclarai.daemon.config import load_config
+from aclarai.daemon.factory import build_agents, eval_workers
 
 SOURCE = "frank: The checkout service was down for {n} minutes on June 6 in Frankfurt."
 
@@ -71,3 +74,15 @@ def test_a_dead_worker_costs_time_not_scores() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         PooledEvaluator(OfflineEvaluator, 0)
+
+
+def test_the_factory_sizes_the_pool_from_eval_workers(tmp_path: Path) -> None:
+    env = {"ACLARAI_STATE_DIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+    config = load_config(env={**env, "ACLARAI_EVAL__WORKERS": "3"})
+    agents = build_agents(config, tmp_path)
+    try:
+        assert isinstance(agents.evaluator, PooledEvaluator)
+        assert agents.evaluator.workers == 3
+    finally:
+        agents.close()
+    assert eval_workers(load_config(env=env)) == (os.cpu_count() or 1)
