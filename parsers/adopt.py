@@ -39,6 +39,7 @@ from aclarai.parsers.grammar import (
     BLOCK_START_COMMENT,
     format_id_comment,
     is_block_id,
+    parse_anchor,
     scan_line,
 )
 from aclarai.parsers.model import Block
@@ -147,6 +148,8 @@ def _targets(lines: list[str], start: int) -> list[_Target]:
         if token.map is None:
             continue
         first, stop = start + token.map[0], start + token.map[1]
+        if not _has_text(lines[first:stop]):
+            continue
         if token.type == "paragraph_open" and token.level == 0:
             if _only_embeds(tokens[index + 1]):
                 continue
@@ -163,6 +166,15 @@ def _target(lines: list[str], first: int, stop: int, *, indent: str) -> _Target:
     found = _OBSIDIAN_ID.search(lines[last].rstrip("\r"))
     existing = found.group(1) if found is not None and is_block_id(found.group(1)) else None
     return _Target(first, last, indent, existing)
+
+
+def _has_text(lines: list[str]) -> bool:
+    """Whether a block made of ``lines`` would hold any text: a paragraph of ``^anchor`` lines
+    and ``aclarai:`` comments alone is none, by the Tier 1 grammar."""
+    return any(
+        line.strip() and parse_anchor(line) is None and not _is_comment_line(line.strip())
+        for line in lines
+    )
 
 
 def _only_embeds(inline: Token) -> bool:

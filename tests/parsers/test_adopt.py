@@ -144,3 +144,11 @@ def test_adoption_only_adds_lines_and_is_idempotent(parts: list[str], crlf: bool
         assert any(candidate.rstrip("\r") == line.rstrip("\r") for candidate in remaining)
     assert adopt_note(result.text, salt="p.md").text == result.text
     assert set(result.block_ids) <= {b.id for b in parse_note(result.text).blocks}
+
+
+@pytest.mark.parametrize("text", ["^a", "^a\n^b\n", "Intro.\n\n^a\n", "- ^a\n- item\n"])
+def test_a_paragraph_of_anchor_lines_alone_is_not_adopted(text: str) -> None:
+    result = adopt_note(text, salt="p.md")
+    assert "^a" in result.text
+    assert set(result.block_ids) == {b.id for b in parse_note(result.text).blocks}
+    assert adopt_note(result.text, salt="p.md").text == result.text
