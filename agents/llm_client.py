@@ -84,6 +84,7 @@ _CONTEXT_MARKERS = (
 )
 _CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
 _FORMAT_MARKERS = ("response_format", "response format", "json_schema", "json_object", "json mode")
+_VALIDATION_MARKERS = ("validation error", "input should be", "literal_error", "not supported")
 _REPAIR = (
     "Your previous reply could not be used: {error}. Reply again with only the JSON object "
     "in the format you were given, with no other text."
@@ -184,6 +185,10 @@ def translate_error(exc: BaseException) -> EvaluationError:
                 f"the prompt does not fit the model's context (HTTP {status}): {exc.message}",
                 context_tokens=_context_size(exc),
             )
+        if refuses_response_format(exc):
+            return EvaluationError(
+                f"model endpoint does not take this response_format (HTTP {status}): {exc.message}"
+            )
         if status in _TRANSIENT_STATUS or status >= 500:
             return EvaluatorUnavailable(
                 f"model endpoint answered HTTP {status}: {exc.message}",
@@ -197,11 +202,16 @@ def refuses_response_format(exc: BaseException | None) -> bool:
     """Whether a refusal says the endpoint does not support the ``response_format`` we sent."""
     import openai
 
+    if not isinstance(exc, openai.APIStatusError) or _says(exc, _CONTEXT_MARKERS):
+        return False
+    if exc.status_code in (400, 422, 501):
+        return _says(exc, _FORMAT_MARKERS)
+    # llama-cpp-python's server answers a request it cannot validate with a 500 whose body names
+    # the field ("response_format ... Input should be 'text' or 'json_object'"): not an outage.
     return (
-        isinstance(exc, openai.APIStatusError)
-        and exc.status_code in (400, 422, 501)
-        and _says(exc, _FORMAT_MARKERS)
-        and not _says(exc, _CONTEXT_MARKERS)
+        exc.status_code == 500
+        and _says(exc, ("response_format",))
+        and _says(exc, _VALIDATION_MARKERS)
     )
 
 
@@ -428,8 +438,10 @@ class LLMClient:
             else:
                 if schema is not None:
                     sent = _with_hint(sent, schema_hint(schema))
-                if mode == "json_object":
-                    kwargs["response_format"] = {"type": "json_object"}
+                if mode == "json_object" and schema is not None:
+                    # llama-cpp-python's server constrains decoding to a schema given here.
+                    schema_body = json_schema_format(schema)["json_schema"]["schema"]
+                    kwargs["response_format"] = {"type": "json_object", "schema": schema_body}
             try:
                 return self._guarded(functools.partial(self._call, llm, sent, kwargs), timeout_s)
             except InputTooLong as exc:

@@ -95,6 +95,25 @@ def llama_cpp_context_error(n_prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
     }
 
 
+def llama_cpp_python_format_error(kind: str, allowed: str) -> dict[str, Any]:
+    """The 500 body llama-cpp-python's server (0.3.x) sends for a ``response_format`` type it
+    does not know: its request validation error, reported as an internal error."""
+    detail = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+        f"'type'), 'msg': \"Input should be {allowed}\", 'input': '{kind}'}}\n\n  File "
+        '"llama_cpp/server/app.py", line 376, in create_chat_completion\n    POST '
+        "/v1/chat/completions"
+    )
+    return {
+        "error": {
+            "message": detail,
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    }
+
+
 def openai_context_error(n_prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
     """The 400 body OpenAI sends for messages over the model's context length."""
     return {
@@ -125,6 +144,9 @@ class ScriptedLLMServer:
         self.max_in_flight = 0
         self.formats: frozenset[str] | None = None
         """``response_format`` types accepted; ``None`` accepts every one."""
+        self.format_refusal: Literal["400", "llama-cpp-python"] = "400"
+        """How another type is refused: a 400 naming the field, or the HTTP 500 with a pydantic
+        validation error that llama-cpp-python's server sends."""
         self.context_tokens: int | None = None
         """Prompts over this many tokens (see :func:`prompt_tokens`) are refused."""
         self.context_error: Literal["llama.cpp", "openai"] = "llama.cpp"
@@ -176,6 +198,10 @@ class ScriptedLLMServer:
         kind = (body.get("response_format") or {}).get("type")
         if kind is not None and self.formats is not None and kind not in self.formats:
             allowed = " or ".join(f"'{f}'" for f in sorted(self.formats))
+            if self.format_refusal == "llama-cpp-python":
+                return Reply(
+                    status=500, raw_body=json.dumps(llama_cpp_python_format_error(kind, allowed))
+                )
             message = f"'response_format.type' must be {allowed}, got '{kind}'"
             return status(400, message=message)
         tokens = prompt_tokens(body)

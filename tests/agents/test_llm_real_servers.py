@@ -287,3 +287,24 @@ def test_a_server_without_props_keeps_the_configured_limits(
 
     assert client.context_tokens is None and client.prompt_budget_tokens() is None
     assert client.concurrency.maximum == 3
+
+
+def test_llama_cpp_python_refusing_json_schema_with_a_500_is_a_format_step_not_an_outage(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    """llama-cpp-python's server (``python -m llama_cpp.server``) reports an unknown
+    ``response_format`` type as a 500 validation error; it takes ``json_object`` with a schema."""
+    llm_server.formats = frozenset({"json_object", "text"})
+    llm_server.format_refusal = "llama-cpp-python"
+    llm_server.responder = lambda request: json_reply({"score": 0.5, "reason": "ok"})
+    client = make_client()
+
+    first = client.complete_json("m", MESSAGES, JudgeOut)
+    second = client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert (first.score, second.score) == (0.5, 0.5)
+    formats = [r.body.get("response_format", {}) for r in llm_server.chat_requests]
+    assert [f.get("type") for f in formats] == ["json_schema", "json_object", "json_object"]
+    assert formats[1]["schema"]["properties"].keys() >= {"score", "reason"}
+    assert client.output_mode == "json_object"
+    assert not client.health.down and client.usage.snapshot().get("failures", 0) == 0
