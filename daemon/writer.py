@@ -59,14 +59,8 @@ def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.s
         raise WriteConflict(f"{path} vanished before the write", path=path) from exc
     if sha256_bytes(current) != expected_sha256:
         raise WriteConflict(f"{path} changed since it was read, will retry", path=path)
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    tmp = _write_temp(path, data, mode)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
         # The check is repeated right before the rename to keep the window for a lost user
         # keystroke as small as the filesystem allows.
         if sha256_bytes(path.read_bytes()) != expected_sha256:
@@ -91,14 +85,8 @@ def create_if_absent(path: Path, data: bytes, *, mode: int = 0o644) -> os.stat_r
         OSError: the folder is missing or not writable, the disk is full …; nothing was written.
     """
     folder = path.parent
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    tmp = _write_temp(path, data, mode)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
         try:
             os.link(tmp, path)
         except FileExistsError as exc:
@@ -126,12 +114,7 @@ def create_many(files: Sequence[tuple[Path, bytes]], *, mode: int = 0o644) -> li
     temps: list[Path] = []
     try:
         for path, data in files:
-            tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            temps.append(tmp)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                os.fchmod(handle.fileno(), mode)
+            temps.append(_write_temp(path, data, mode, fsync=False))
         os.sync()
         created = []
         for (path, _), tmp in zip(files, temps, strict=True):
@@ -148,6 +131,25 @@ def create_many(files: Sequence[tuple[Path, bytes]], *, mode: int = 0o644) -> li
     for folder in {path.parent for path, _ in files}:
         _fsync_dir(folder)
     return created
+
+
+def _write_temp(path: Path, data: bytes, mode: int, *, fsync: bool = True) -> Path:
+    """``data`` in a new hidden temp file beside ``path``, with ``mode``; fsynced unless the
+    caller syncs many at once. A temp file left half-written is removed before raising."""
+    tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if fsync:
+                os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return tmp
 
 
 def _fsync_dir(folder: Path) -> None:
