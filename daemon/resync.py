@@ -31,11 +31,14 @@ from aclarai.daemon.inbox import drain_inbox, inbox_for
 from aclarai.daemon.lock import ONE_SHOT_ROLE, VaultLock
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.scan import Scanner, ScanReport, live_blocks
-from aclarai.daemon.writer import remove_stale_temp_files
+from aclarai.daemon.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
 from aclarai.parsers import AclaraiError, StoreUnavailable
 
 log = logging.getLogger(__name__)
+
+DASHBOARD_DIGEST = "dashboard_sha256"
+"""Queue metadata: the sha256 of the dashboard as the last resync left it."""
 
 
 @dataclass
@@ -181,7 +184,7 @@ def resync(
                     # A pass the model sat out did not bring the vault up to date.
                     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                     queue.set_meta("last_resync", stamp)
-                dashboard = refresh_dashboard(config, vault.root, store, queue, model=model)
+                dashboard = _dashboard(config, vault.root, store, queue, model, report, stats)
             else:
                 # Driver messages span lines; the summary gives one.
                 store_error = " ".join(store_error.split())
@@ -203,6 +206,40 @@ def resync(
         finally:
             store.close()
             queue.close()
+
+
+def _dashboard(
+    config: Config,
+    root: Path,
+    store: GraphStore,
+    queue: DurableQueue,
+    model: str,
+    report: ScanReport,
+    stats: DrainStats,
+) -> DashboardWrite | None:
+    """The dashboard after a pass. A pass that changed nothing (no dirty or deleted block, no
+    note processed) leaves the dashboard it last wrote as it is without asking the store: on a
+    large vault its queries are most of an unchanged resync's time. One edited by hand is
+    written again."""
+    path = config.dashboard.path
+    if path is None:
+        return None
+    target = root / path
+    idle = not (report.dirty_blocks or report.rescore_blocks or report.deleted_blocks)
+    digest = _digest(target) if idle and stats.files_processed == 0 else None
+    if digest is not None and digest == queue.get_meta(DASHBOARD_DIGEST):
+        return DashboardWrite(target, written=False)
+    written = refresh_dashboard(config, root, store, queue, model=model)
+    if written is not None:
+        queue.set_meta(DASHBOARD_DIGEST, _digest(target) or "")
+    return written
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return sha256_bytes(path.read_bytes())
+    except OSError:
+        return None
 
 
 def format_summary(summary: ResyncSummary) -> str:

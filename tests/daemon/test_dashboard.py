@@ -296,3 +296,18 @@ def test_claims_before_any_resync_is_one_error_line(
 ) -> None:
     assert main(["claims", str(vault)]) == 1
     assert capsys.readouterr().err.strip() == "aclarai: no state yet: run `aclarai resync` first"
+
+
+def test_a_pass_that_changes_nothing_leaves_the_dashboard_without_asking_the_store(
+    vault: Path, config: Config
+) -> None:
+    first = resync(config, vault)
+    assert first.dashboard is not None and first.dashboard.written
+    written = (vault / DASHBOARD).stat().st_mtime_ns
+
+    idle = resync(config, vault)
+
+    assert idle.dashboard is not None and not idle.dashboard.written
+    assert (vault / DASHBOARD).stat().st_mtime_ns == written
+    (vault / DASHBOARD).unlink()
+    assert resync(config, vault).dashboard.written, "a missing dashboard is written again"
