@@ -15,6 +15,7 @@ imported when first needed (they take longer to import than most commands take t
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,13 +71,16 @@ def answer_agreement(human: Sequence[str], predicted: Sequence[str]) -> AnswerAg
 
     agreement = sum(h == p for h, p in zip(human, predicted, strict=True)) / len(human)
     matrix = confusion_matrix(human, predicted, labels=list(VERDICT_ORDER))
+    # With one label on a side κ and τ are undefined: reported as None, not warned about.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kappa = cohen_kappa_score(human, predicted, labels=list(VERDICT_ORDER))
+        tau = kendalltau([_RANK[h] for h in human], [_RANK[p] for p in predicted]).statistic
     return AnswerAgreement(
         n=len(human),
         agreement=agreement,
-        cohen_kappa=_finite(cohen_kappa_score(human, predicted, labels=list(VERDICT_ORDER))),
-        kendall_tau_b=_finite(
-            kendalltau([_RANK[h] for h in human], [_RANK[p] for p in predicted]).statistic
-        ),
+        cohen_kappa=_finite(kappa),
+        kendall_tau_b=_finite(tau),
         confusion=tuple(tuple(int(x) for x in row) for row in matrix),
     )
 

@@ -16,33 +16,22 @@ from itertools import islice
 from typing import IO, Any
 
 from aclarai.agents import EvalItem, Evaluator
+from aclarai.daemon.jsonl import JsonLine, read_json_lines
 
 CHUNK = 64
 
 
-def _parse_line(number: int, raw: bytes) -> tuple[Any, EvalItem | None, str | None]:
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        where = f"invalid byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
-        return None, None, f"line {number}: not UTF-8: {where}"
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return None, None, f"line {number}: invalid JSON: {exc.msg}"
-    except (ValueError, RecursionError) as exc:
-        # Valid JSON that Python will not decode: a number of thousands of digits, or nesting
-        # deeper than the interpreter's recursion limit.
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        return None, None, f"line {number}: invalid JSON: {reason}"
-    if not isinstance(record, dict):
-        return None, None, f"line {number}: expected a JSON object"
+def _item(line: JsonLine) -> tuple[Any, EvalItem | None, str | None]:
+    """The line's id, its item, or why it has none."""
+    record = line.record
+    if record is None:
+        return None, None, line.error
     ident = record.get("id")
     for field in ("source", "claim"):
         if not isinstance(record.get(field), str) or not record[field].strip():
-            return ident, None, f"line {number}: field {field!r} must be a non-empty string"
+            return ident, None, f"line {line.number}: field {field!r} must be a non-empty string"
         if not _is_text(record[field]):
-            return ident, None, f"line {number}: field {field!r} holds a lone surrogate escape"
+            return ident, None, f"line {line.number}: field {field!r} holds a lone surrogate escape"
     return ident, EvalItem(claim=record["claim"], source=record["source"]), None
 
 
@@ -63,9 +52,9 @@ def _dumps(record: dict[str, Any]) -> str:
 
 def evaluate_lines(lines: Iterable[bytes], evaluator: Evaluator) -> Iterator[dict[str, Any]]:
     """One output record per non-blank input line, in order."""
-    numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
-    while chunk := list(islice(numbered, CHUNK)):
-        parsed = [_parse_line(n, line) for n, line in chunk]
+    read = read_json_lines(lines)
+    while chunk := list(islice(read, CHUNK)):
+        parsed = [_item(line) for line in chunk]
         items = [item for _, item, _ in parsed if item is not None]
         scores = iter(evaluator.evaluate_batch(items) if items else [])
         for ident, item, error in parsed:

@@ -41,6 +41,12 @@ def read_json_lines(lines: Iterable[bytes]) -> Iterator[JsonLine]:
         except json.JSONDecodeError as exc:
             yield JsonLine(number, None, f"line {number}: invalid JSON: {exc.msg}")
             continue
+        except (ValueError, RecursionError) as exc:
+            # Valid JSON that Python will not decode: a number of thousands of digits, or
+            # nesting deeper than the interpreter's recursion limit.
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            yield JsonLine(number, None, f"line {number}: invalid JSON: {reason}")
+            continue
         if not isinstance(record, dict):
             yield JsonLine(number, None, f"line {number}: expected a JSON object")
             continue

@@ -194,3 +194,24 @@ def test_evaluate_events_command_streams_responses_and_a_summary(tmp_path: Path)
     assert [r["id"] for r in records] == ["good", "short", "filler", "rome", None]
     assert "not UTF-8" in records[-1]["error"]
     assert b"events evaluated   4" in done.stderr
+
+
+def test_json_python_will_not_decode_is_one_error_record_in_every_reader(
+    core: ServiceCore,
+) -> None:
+    """A 5,000-digit number and nesting past the recursion limit are valid JSON that Python
+    refuses: each line gets its error, the batch and the validation go on."""
+    import io
+
+    huge = b'{"event_id": "big", "n": ' + b"9" * 5000 + b"}"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    lines = [huge, deep, *jsonl(ANSWER_EVENTS[:1])]
+    out = io.StringIO()
+    summary = run_event_batch(io.BytesIO(b"\n".join(lines) + b"\n"), out, core)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert "invalid JSON" in records[0]["error"] and "nested too deeply" in records[1]["error"]
+    assert records[2]["verdict"] == "pass" and summary.errors == 2
+    report = validate(lines, core, claim_threshold=0.7)
+    assert [e.split(":")[0] for e in report.errors] == ["line 1", "line 2"]
+    assert report.answers is not None and report.answers.n == 1
+    assert report.answers.cohen_kappa is None, "undefined with one label, not a warning"
