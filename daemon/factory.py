@@ -244,6 +244,7 @@ def build_service_core(config: Config) -> ServiceCore:
             verifier=LLMVerifier(client, model=model, prompts=prompts),
         )
     core.owned = (agents,)
+    core.extractor = agents.extractor
     if agents.client is not None:
         health = agents.client.health
         core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None

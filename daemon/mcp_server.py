@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from aclarai.agents import EvalItem, ExtractionInput, Utterance
 from aclarai.daemon.claims import list_claims
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_agents, build_service_core
+from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service import (
     ClaimIn,
     DocumentIn,
@@ -75,7 +75,7 @@ def verify(core: ServiceCore, claims: list[ClaimEvidence]) -> dict[str, Any]:
     return core.verify(request).model_dump()
 
 
-def grade_text(config: Config, state_dir: Path, passage: str, source: str) -> dict[str, Any]:
+def grade_text(core: ServiceCore, passage: str, source: str) -> dict[str, Any]:
     """Extract the claims of ``passage`` (one utterance per paragraph) and score each against
     ``source`` (the passage itself when empty)."""
     if len(passage) > MAX_PASSAGE_CHARS:
@@ -90,17 +90,15 @@ def grade_text(config: Config, state_dir: Path, passage: str, source: str) -> di
         ExtractionInput(u, tuple(utterances[max(0, i - 1) : i]), tuple(utterances[i + 1 : i + 2]))
         for i, u in enumerate(utterances)
     ]
-    agents = build_agents(config, state_dir)
-    try:
-        extracted = agents.extractor.extract_batch(inputs)
-        claims = [(u, c) for u, found in zip(utterances, extracted, strict=True) for c in found]
-        items = [
-            EvalItem(claim=c.text, source=source.strip() or u.text, context=(passage,))
-            for u, c in claims
-        ]
-        scores = agents.evaluator.evaluate_batch(items) if items else []
-    finally:
-        agents.close()
+    if core.extractor is None:
+        raise AclaraiError("this evaluation core has no claim extractor")
+    extracted = core.extractor.extract_batch(inputs)
+    claims = [(u, c) for u, found in zip(utterances, extracted, strict=True) for c in found]
+    items = [
+        EvalItem(claim=c.text, source=source.strip() or u.text, context=(passage,))
+        for u, c in claims
+    ]
+    scores = core.evaluator.evaluate_batch(items) if items else []
     return {
         "claims": [
             {
@@ -145,7 +143,6 @@ def build_server(config: Config, core: ServiceCore) -> Any:
     """The MCP server with its four tools on ``core``."""
     from mcp.server import MCPServer
 
-    state_dir = config.state_dir_for(Path(config.vault.path or "."))
     server = MCPServer(
         SERVER_NAME,
         instructions=(
@@ -172,7 +169,7 @@ def build_server(config: Config, core: ServiceCore) -> Any:
         """Extract the claims of a passage and score each against a source (the passage itself
         when no source is given): entailment, coverage and decontextualization, 0 to 1, null
         when evaluation failed."""
-        return _guarded(lambda: grade_text(config, state_dir, passage, source))
+        return _guarded(lambda: grade_text(core, passage, source))
 
     @server.tool(name="weak_claims")
     def _weak_claims(

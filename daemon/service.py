@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aclarai.agents import (
     AnswerEvalSettings,
     AnswerEvaluator,
+    ClaimExtractor,
     Evaluator,
     EvaluatorVerifier,
     Interaction,
@@ -192,6 +193,8 @@ class ServiceCore:
     """Other things to close with the core (the LLM client)."""
     model_unreachable: Callable[[], str | None] | None = None
     """Why the model endpoint cannot be reached now (``None`` while it answers)."""
+    extractor: ClaimExtractor | None = None
+    """The claim extractor of the same backend, for callers that grade passages (MCP)."""
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
         """Verdict on one agent answer.
