@@ -1,13 +1,29 @@
-"""Claim extraction and evaluation behind one evaluator interface, offline or LLM-backed."""
+"""Claim extraction and evaluation behind one evaluator interface, offline (``offline/``) or
+LLM-backed (``llm/``), and the answer grading of the evaluation service (``answers/``)."""
 
-from aclarai.agents.answer_eval import (
+from aclarai.agents.answers import (
     AnswerEvalSettings,
     AnswerEvaluation,
     AnswerEvaluator,
+    AnswerVerdict,
     Interaction,
     Judge,
     Judgement,
+    JudgeSpec,
+    LLMPronounResolver,
+    NLIQAPipeline,
+    PairScore,
+    QAItem,
+    QAResult,
+    RuleBasedPronounResolver,
     Stage,
+    is_refusal,
+    is_refusal_sentence,
+    llm_judges,
+    load_judge_specs,
+    offline_judges,
+    replace_pronouns,
+    split_statements,
 )
 from aclarai.agents.base import (
     VERDICT_LABELS,
@@ -22,17 +38,18 @@ from aclarai.agents.base import (
 )
 from aclarai.agents.cache import ResultCache, cache_key
 from aclarai.agents.embeddings import Embedder, HashingEmbedder, OpenAIEmbedder
-from aclarai.agents.judge_specs import JudgeSpec, llm_judges, load_judge_specs, offline_judges
-from aclarai.agents.llm import LLMClaimExtractor, LLMEvaluator, RoleModels
-from aclarai.agents.llm_client import EndpointSettings, LLMClient
-from aclarai.agents.llm_limits import UsageCounters
-from aclarai.agents.llm_schemas import UnparseableOutput
-from aclarai.agents.nli_qa import NLIQAPipeline, PairScore, QAItem, QAResult, split_statements
-from aclarai.agents.offline import OfflineEvaluator
-from aclarai.agents.offline_extractor import OfflineClaimExtractor
-from aclarai.agents.prompts import PromptLibrary, delimit
-from aclarai.agents.pronouns import LLMPronounResolver, RuleBasedPronounResolver, replace_pronouns
-from aclarai.agents.refusal import is_refusal, is_refusal_sentence
+from aclarai.agents.llm import (
+    EndpointSettings,
+    LLMClaimExtractor,
+    LLMClient,
+    LLMEvaluator,
+    PromptLibrary,
+    RoleModels,
+    UnparseableOutput,
+    UsageCounters,
+    delimit,
+)
+from aclarai.agents.offline import OfflineClaimExtractor, OfflineEvaluator
 from aclarai.agents.tools import Tool, ToolFactory, build_tool_factory
 from aclarai.agents.validation import (
     VERDICT_ORDER,
@@ -43,9 +60,9 @@ from aclarai.agents.validation import (
 )
 from aclarai.agents.vector_index import SearchHit, VectorIndex
 from aclarai.agents.verify import (
+    ClaimVerdict,
     EvaluatorVerifier,
     LLMVerifier,
-    Verdict,
     Verifier,
     parse_verdict,
     verify_claims,
@@ -58,9 +75,11 @@ __all__ = [
     "AnswerEvalSettings",
     "AnswerEvaluation",
     "AnswerEvaluator",
+    "AnswerVerdict",
     "Claim",
     "ClaimAgreement",
     "ClaimExtractor",
+    "ClaimVerdict",
     "Embedder",
     "EndpointSettings",
     "EvalItem",
@@ -97,7 +116,6 @@ __all__ = [
     "UsageCounters",
     "Utterance",
     "VectorIndex",
-    "Verdict",
     "Verifier",
     "answer_agreement",
     "build_tool_factory",

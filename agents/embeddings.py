@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm.client import LLMClient
 from aclarai.parsers import EvaluationError, normalize_text
 
 logger = logging.getLogger(__name__)

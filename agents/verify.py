@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aclarai.agents.base import VERDICT_LABELS, EvalItem, Evaluator
-from aclarai.agents.llm_client import LLMClient
-from aclarai.agents.prompts import Message, PromptLibrary, delimit, delimit_all
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.prompts import Message, PromptLibrary, delimit, delimit_all
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ _FORMAT_REMINDER = (
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ClaimVerdict:
     label: str
     justification: str
     status: str = "ok"
@@ -47,7 +47,7 @@ class Verdict:
 class Verifier(Protocol):
     """Anything that judges a claim against evidence texts."""
 
-    def verify(self, claim: str, documents: Sequence[str]) -> Verdict: ...
+    def verify(self, claim: str, documents: Sequence[str]) -> ClaimVerdict: ...
 
 
 def parse_verdict(response: str) -> tuple[str, str]:
@@ -93,7 +93,7 @@ class LLMVerifier:
         self._model = model
         self.prompt = (prompts or PromptLibrary()).get("verification")
 
-    def verify(self, claim: str, documents: Sequence[str]) -> Verdict:
+    def verify(self, claim: str, documents: Sequence[str]) -> ClaimVerdict:
         messages = self.prompt.render(
             claim=delimit("claim", claim), evidence=delimit_all("evidence", list(documents))
         )
@@ -101,19 +101,19 @@ class LLMVerifier:
             try:
                 response = self._client.complete_text(self._model, messages)
             except EvaluatorUnavailable as exc:
-                return Verdict("unsupported", f"Verification failed: {exc}", "unavailable")
+                return ClaimVerdict("unsupported", f"Verification failed: {exc}", "unavailable")
             except EvaluationError as exc:
-                return Verdict("unsupported", f"Verification failed: {exc}", "error")
+                return ClaimVerdict("unsupported", f"Verification failed: {exc}", "error")
             parsed = _parse_strict(response)
             if parsed is not None:
-                return Verdict(*parsed)
+                return ClaimVerdict(*parsed)
             logger.info("unreadable verification reply (attempt %d): %.80r", attempt, response)
             messages = [
                 *messages,
                 Message("assistant", response),
                 Message("user", _FORMAT_REMINDER),
             ]
-        return Verdict(*PARSE_FAILURE, status="parse_failed")
+        return ClaimVerdict(*PARSE_FAILURE, status="parse_failed")
 
 
 class EvaluatorVerifier:
@@ -130,13 +130,13 @@ class EvaluatorVerifier:
         self._supported_at = supported_at
         self._weak_at = weak_at
 
-    def verify(self, claim: str, documents: Sequence[str]) -> Verdict:
+    def verify(self, claim: str, documents: Sequence[str]) -> ClaimVerdict:
         score = self._evaluator.evaluate(EvalItem(claim=claim, source="\n\n".join(documents)))
         if score.verdict in VERDICT_LABELS:
-            return Verdict(score.verdict, score.justification or "", "ok")
+            return ClaimVerdict(score.verdict, score.justification or "", "ok")
         entailed = score.entailed_score
         if entailed is None:
-            return Verdict("unsupported", f"Evaluation failed: {score.status}", "error")
+            return ClaimVerdict("unsupported", f"Evaluation failed: {score.status}", "error")
         if entailed >= self._supported_at:
             label = "supported"
         elif entailed >= self._weak_at:
@@ -144,7 +144,7 @@ class EvaluatorVerifier:
         else:
             label = "unsupported"
         model = self._evaluator.model_id
-        return Verdict(label, f"Entailment score {entailed:.2f} by {model}.", "ok")
+        return ClaimVerdict(label, f"Entailment score {entailed:.2f} by {model}.", "ok")
 
 
 def verify_claims(state: dict[str, Any], *, verifier: Verifier | None = None) -> None:
@@ -170,7 +170,7 @@ def verify_claims(state: dict[str, Any], *, verifier: Verifier | None = None) ->
         if documents:
             verdict = judge.verify(claim, documents)
         else:
-            verdict = Verdict("unsupported", NO_EVIDENCE, "no_evidence")
+            verdict = ClaimVerdict("unsupported", NO_EVIDENCE, "no_evidence")
         verdicts.append(
             {
                 "claim": claim,
@@ -192,6 +192,6 @@ def _claim_text(entry: Any, position: int) -> str:
 
 def _offline_verifier() -> Verifier:
     # Imported here so the learned parameters load only when no verifier was given.
-    from aclarai.agents.offline import OfflineEvaluator
+    from aclarai.agents.offline.evaluator import OfflineEvaluator
 
     return EvaluatorVerifier(OfflineEvaluator())

@@ -1,14 +1,14 @@
-"""Fit the offline entailment model and write ``agents/offline_params.json``.
+"""Fit the offline entailment model and write ``agents/offline/params.json``.
 
     python benchmarks/fit_offline.py [--data DIR] [--fit begin,dialfact,...]
     python benchmarks/fit_offline.py --build-wordfreq   # needs `pip install wordfreq`
 
-The model is a logistic regression on :data:`aclarai.agents.offline_features.FEATURE_NAMES`:
+The model is a logistic regression on :data:`aclarai.agents.offline.features.FEATURE_NAMES`:
 
 * each fitted set gets its own intercept and equal total weight, with its two classes balanced,
   so the shared weights learn what separates labels *within* a set, not which set a pair came
   from (the sets differ wildly in base rate and text length);
-* monotone: every weight has the sign :data:`~aclarai.agents.offline_features.FEATURE_SIGNS`
+* monotone: every weight has the sign :data:`~aclarai.agents.offline.features.FEATURE_SIGNS`
   gives it (support features never count against a claim, contradiction features never for it),
   which stops a weight from learning one set's construction artefacts at the others' expense;
 * the shared score is then calibrated (Platt) on the fitted sets but PAWS pooled, each with
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from aclarai.agents import offline_features
-from aclarai.agents.offline_features import (
+from aclarai.agents.offline import features as offline_features
+from aclarai.agents.offline.features import (
     FEATURE_NAMES,
     FEATURE_SIGNS,
     WORDFREQ_RESOURCE,
@@ -47,7 +47,7 @@ from aclarai.agents.offline_features import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from labelled_data import Pair, binary_sets, data_dir, load_wice
 
-PARAMS_PATH = Path(__file__).resolve().parent.parent / "agents" / "offline_params.json"
+PARAMS_PATH = Path(__file__).resolve().parent.parent / "agents" / "offline" / "params.json"
 WORDFREQ_PATH = PARAMS_PATH.with_name(WORDFREQ_RESOURCE)
 WORDFREQ_WORDS = 20_000
 KEPT_OUT = ("begin", "q2")

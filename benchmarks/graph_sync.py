@@ -160,7 +160,7 @@ def warm_up_and_floor(server: BoltServer, notes: Sequence[FileSync]) -> None:
                 for start in range(0, len(rows), 2000):
                     batch = rows[start : start + 2000]
                     session.execute_write(
-                        lambda tx, batch=batch: tx.run(FLOOR, rows=batch).consume()
+                        lambda tx, batch=batch: tx.run(FLOOR, rows=batch).run_worker()
                     )
             print("bolt server (ArcadeDB) after a warm-up of", len(notes[:WARM_UP_NOTES]), "notes:")
             report("floor: raw UNWIND ... CREATE", len(rows), time.perf_counter() - started)

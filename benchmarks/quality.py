@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.agents import EvalItem, Evaluator, Score
-from aclarai.agents.offline import OfflineEvaluator, load_params
-from aclarai.agents.offline_features import STOPWORDS
+from aclarai.agents.offline.evaluator import OfflineEvaluator, load_params
+from aclarai.agents.offline.features import STOPWORDS
 from aclarai.daemon import load_config
 from aclarai.daemon.factory import build_evaluator
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def run_phase(phase: str, vault: Path, state: Path) -> dict[str, float]:
     from aclarai.daemon.config import load_config
     from aclarai.daemon.factory import build_queue, build_store, build_vault
+    from aclarai.daemon.notesync import NoteSync
     from aclarai.daemon.resync import resync
-    from aclarai.daemon.scan import Scanner
 
     config = load_config(env={"ACLARAI_STATE_DIR": str(state)})
     started = time.perf_counter()
@@ -42,7 +42,7 @@ def run_phase(phase: str, vault: Path, state: Path) -> dict[str, float]:
     if phase == "scan":
         store = build_store(config, state)
         queue = build_queue(config, state)
-        report = Scanner(build_vault(config, vault), store, queue).scan(full=True)
+        report = NoteSync(build_vault(config, vault), store, queue).sync_vault()
         blocks = report.blocks_seen
         store.close()
         queue.close()
@@ -51,7 +51,7 @@ def run_phase(phase: str, vault: Path, state: Path) -> dict[str, float]:
         blocks = summary.counts.blocks if summary.counts else 0
         claims = summary.drain.claims_evaluated
         if phase == "warm":
-            assert summary.scan.files_parsed == 0 and summary.drain.files_written == 0, summary
+            assert summary.synced.files_parsed == 0 and summary.drain.files_written == 0, summary
     elapsed = time.perf_counter() - started
     cpu_s = time.process_time() - cpu_started
     usage = resource.getrusage(resource.RUSAGE_SELF)

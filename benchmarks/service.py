@@ -35,11 +35,11 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aclarai.agents.offline import OfflineEvaluator  # noqa: E402
-from aclarai.daemon.api import build_server, create_app  # noqa: E402
+from aclarai.agents.offline.evaluator import OfflineEvaluator  # noqa: E402
 from aclarai.daemon.config import Config, load_config  # noqa: E402
-from aclarai.daemon.service import ServiceCore, assemble_core  # noqa: E402
-from aclarai.daemon.streams import consume  # noqa: E402
+from aclarai.daemon.service.api import build_server, create_app  # noqa: E402
+from aclarai.daemon.service.core import ServiceCore, assemble_core  # noqa: E402
+from aclarai.daemon.service.stream_worker import run_worker  # noqa: E402
 from tests.fixtures.redis_server import start_redis_server  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
@@ -177,7 +177,7 @@ def consume_worker(overrides_json: str, name: str) -> None:
         )
         core = offline_core(config)
         try:
-            consume(config, core=core, consumer=name)
+            run_worker(config, core=core, consumer=name)
         finally:
             core.close()
 

@@ -49,9 +49,9 @@ def adopt_files(
     paths: Iterable[Path],
     *,
     dry_run: bool = False,
-    on_write: Callable[[Path, bytes], None] | None = None,
+    on_write: Callable[[Path, os.stat_result], None] | None = None,
 ) -> AdoptReport:
-    """Adopt every note of ``paths``; ``on_write(path, data)`` hears of each note written."""
+    """Adopt every note of ``paths``; ``on_write(path, stat)`` hears of each note written."""
     report = AdoptReport(dry_run=dry_run)
     for path in iter_markdown(paths):
         report.notes_seen += 1
@@ -62,9 +62,9 @@ def adopt_files(
                 continue
             new = result.text.encode("utf-8")
             if not dry_run:
-                write_if_unchanged(path, new, expected_sha256=sha256_bytes(data))
+                st = write_if_unchanged(path, new, expected_sha256=sha256_bytes(data))
                 if on_write is not None:
-                    on_write(path, new)
+                    on_write(path, st)
         except (OSError, ParseError, WriteConflict) as exc:
             message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             report.errors.append(f"{path}: {message}")

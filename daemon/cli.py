@@ -103,8 +103,8 @@ def cmd_claims(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.batch_eval import run_batch, terminal_counter
     from aclarai.daemon.factory import build_evaluator
+    from aclarai.daemon.service.batch_eval import run_batch, terminal_counter
 
     state_dir = config.state_dir_for(Path(config.vault.path or "."))
     source = _open_input(args.file)
@@ -128,8 +128,8 @@ def _open_input(name: str) -> BinaryIO:
 
 
 def _evaluate_events(args: argparse.Namespace, config: Config, source: BinaryIO) -> int:
-    from aclarai.daemon.answer_batch import format_event_summary, run_event_batch
     from aclarai.daemon.factory import build_service_core
+    from aclarai.daemon.service.answer_batch import format_event_summary, run_event_batch
 
     core = build_service_core(config)
     try:
@@ -173,7 +173,7 @@ def cmd_validate(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.mcp_server import run_mcp
+    from aclarai.daemon.service.mcp import run_mcp
 
     return run_mcp(config)
 
@@ -181,7 +181,7 @@ def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
 def cmd_watch(args: argparse.Namespace, config: Config) -> int:
     import gc
 
-    from aclarai.daemon.daemon import run_daemon
+    from aclarai.daemon.loop import run_daemon
 
     # Everything imported lives as long as the service: frozen, it costs the collector nothing,
     # neither in pauses nor at exit (seconds otherwise, against a 10 s stop budget).
@@ -220,16 +220,16 @@ def cmd_install_service(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.api import serve
+    from aclarai.daemon.service.api import serve
 
     serve(config, host=args.host, port=args.port, allow_no_token=args.insecure_no_token)
     return 0
 
 
 def cmd_consume(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.streams import consume
+    from aclarai.daemon.service.stream_worker import run_worker
 
-    stats = consume(config, consumer=args.name, burst=args.burst)
+    stats = run_worker(config, consumer=args.name, burst=args.burst)
     log.info("consumer stopped: %s", stats)
     return EX_UNAVAILABLE if stats.model_outages else 0
 

@@ -193,7 +193,8 @@ class ServiceSettings(_Section):
     early_exit_threshold: float = Field(0.2, ge=0, le=1)
     pre_checks: ServicePreChecks = ServicePreChecks()
     judges_file: str | None = None
-    """A YAML file listing the answer judges; ``None``: the shipped ``agents/judges.yaml``."""
+    """A YAML file listing the answer judges; ``None``: the shipped
+    ``agents/answers/judges.yaml``."""
     judge_timeout_s: float = Field(30.0, gt=0)
     weights: ServiceWeights = ServiceWeights()
     thresholds: ServiceThresholds = ServiceThresholds()

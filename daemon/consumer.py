@@ -1,11 +1,12 @@
 """DirtyBlockConsumer: from queued dirty blocks to scored edges and rewritten notes.
 
-For each file with queued blocks: re-read and re-parse the note (the vault is the source of
-truth for text), sync it to the store, re-extract the claims of blocks whose text changed, evaluate
-the claims that need it, write the scores onto their edges, then rewrite the note's score comments
-with one conditional atomic write per file. If the note changed meanwhile the result is dropped
-and the entries go back to the queue; they leave it only once the graph and the note are both
-written (or the block is gone).
+For each note with queued blocks it takes the note as synced (:meth:`NoteSync.current`: the
+note the watch path or the walk just synced, or read and synced again when its file changed
+since), re-extracts the claims of blocks whose text changed, evaluates the claims that need it,
+writes the scores onto their edges, then rewrites the note's score comments with one conditional
+atomic write per note and records the new file state and ``ver``s. If the note changed meanwhile
+the result is dropped and the entries go back to the queue; they leave it only once the graph
+and the note are both written (or the block is gone).
 
 Score comments describe the block's current text. A block whose text changed since its claims
 were last scored is written once, ``ver`` +1, even when its scores read the same; if no new
@@ -22,13 +23,13 @@ without spending an attempt, retried after a delay that doubles up to
 from __future__ import annotations
 
 import logging
+import os
 import threading
-import time
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from aclarai.agents import (
@@ -40,20 +41,11 @@ from aclarai.agents import (
     Utterance,
     VectorIndex,
 )
+from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
-from aclarai.daemon.scan import block_records, file_state, is_copy
-from aclarai.daemon.vault import Vault
+from aclarai.daemon.vault import NoteContent, NoteFile
 from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import (
-    BlockRecord,
-    ClaimRecord,
-    FileState,
-    FileSync,
-    GraphStore,
-    ScoreRecord,
-    StoredBlock,
-    StoredClaim,
-)
+from aclarai.graph import ClaimRecord, GraphStore, ScoreRecord, StoredClaim
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
@@ -64,7 +56,7 @@ from aclarai.parsers import (
     TransientError,
     WriteConflict,
     apply_scores,
-    parse_note,
+    utc_now,
 )
 
 log = logging.getLogger(__name__)
@@ -166,23 +158,22 @@ def _format_scores(scores: dict[str, float | None]) -> str:
 
 
 class DirtyBlockConsumer:
-    """Drains the durable queue; ``drain()`` for one-shot runs, ``run()`` for the daemon."""
+    """Drains the durable queue (:meth:`drain`): ``resync`` once, the daemon whenever woken."""
 
     def __init__(
         self,
-        vault: Vault,
-        store: GraphStore,
+        notes: NoteSync,
         queue: DurableQueue,
         extractor: ClaimExtractor,
         evaluator: Evaluator,
         settings: ConsumerSettings | None = None,
         *,
-        on_write: Callable[[str, str], None] | None = None,
+        on_write: Callable[[str, os.stat_result], None] | None = None,
         paused: Callable[[], bool] | None = None,
         index: VectorIndex | None = None,
     ) -> None:
-        self.vault = vault
-        self.store = store
+        self.notes = notes
+        self.store: GraphStore = notes.store
         self.queue = queue
         self.extractor = extractor
         self.evaluator = evaluator
@@ -224,16 +215,6 @@ class DirtyBlockConsumer:
                 for future in futures:
                     total.add(future.result())
         return total
-
-    def run(self, stop: threading.Event, wake: threading.Event, *, idle_s: float = 1.0) -> None:
-        """Drain whenever woken (or when a retry falls due) until ``stop`` is set."""
-        while not stop.is_set():
-            if not self.paused():
-                self.drain(stop=stop)
-            due = self.queue.next_due_in_s()
-            timeout = idle_s if due is None else min(max(due, 0.05), idle_s)
-            wake.wait(timeout)
-            wake.clear()
 
     def _process_file_safely(
         self,
@@ -297,8 +278,7 @@ class DirtyBlockConsumer:
             # The client logs the outage itself, once, at WARNING.
             log.info("model endpoint unavailable, work stays queued: %s", exc)
             if self.queue.get_meta(MODEL_DOWN_META) is None:
-                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                self.queue.set_meta(MODEL_DOWN_META, stamp)
+                self.queue.set_meta(MODEL_DOWN_META, utc_now())
         return min(MODEL_RETRY_MAX_S, STORE_RETRY_S * 2 ** min(streak - 1, 16))
 
     def _model_answered(self) -> None:
@@ -311,43 +291,29 @@ class DirtyBlockConsumer:
             log.info("model endpoint answers again; queued work resumes")
 
     def _process_file(self, rel: str, entries: list[QueueEntry], stats: DrainStats) -> None:
-        note = self.vault.note(rel)
-        if note is None:
+        synced = self.notes.current(rel)
+        if synced is None:
             self._requeue_moved(entries)
             return
-        try:
-            content = self.vault.read(note)
-        except FileNotFoundError:
-            self._requeue_moved(entries)
-            return
-        parsed = parse_note(content.text)
-        records, stored = self._originals(block_records(rel, parsed))
-        kept = {r.id for r in records}
+        parsed = synced.parsed
+        kept = {r.id for r in synced.records}
         blocks = {b.id: b for b in parsed.blocks if b.id in kept}
         present = [e for e in entries if e.block_id in blocks]
         missing = [e for e in entries if e.block_id not in blocks]
         if missing:
             self._requeue_moved(missing)
         queued = {e.block_id for e in present}
-        # Edits made since the scan: queued before the store learns their hash, like the
-        # scanner does, so a failure below cannot lose them.
-        self.queue.enqueue(
-            Dirty(r.id, rel, r.hash)
-            for r in records
-            if r.id not in queued
-            and ((old := stored.get(r.id)) is None or old.hash != r.hash or old.deleted_at)
-        )
-        [result] = self.store.sync_files([FileSync(file_state(content), records)])
         if self.index is not None:
-            self.index.upsert(Utterance(r.id, r.text) for r in records)
-        targets = sorted(queued | set(result.changed))
+            self.index.upsert(Utterance(r.id, r.text) for r in synced.records)
+        # Edits ``current`` found (the note changed since it was synced) are processed here too.
+        targets = sorted(queued | set(synced.changed))
         stats.files_processed += 1
         stats.blocks_processed += len(targets)
         if not targets:
             self.queue.complete(present)
             return
 
-        changed = set(result.changed) | {e.block_id for e in present if e.reason == "changed"}
+        changed = set(synced.changed) | {e.block_id for e in present if e.reason == "changed"}
         before = self.store.claims_of_blocks(targets)
         changed |= {b for b in targets if _extracted_from_other_text(before[b], blocks[b])}
         edited = {b for b in targets if self._text_changed(before[b], blocks[b])}
@@ -382,7 +348,7 @@ class DirtyBlockConsumer:
             unavailable = [s for s in scores if s.unavailable]
             if len(unavailable) == len(scores):
                 raise EvaluatorUnavailable(unavailable[0].status)
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            now = utc_now()
             # A neighbour's text did not change: a failed re-score keeps the scores it has.
             kept_scores = [
                 (b, c, s)
@@ -425,7 +391,8 @@ class DirtyBlockConsumer:
             log.info(
                 "%s: block %s: no score for its new text; old score comments removed", rel, bid
             )
-        rewrite = apply_scores(content.text, updates, edited=edited)
+        content = synced.content
+        rewrite = apply_scores(content.text, updates, edited=edited, layout=synced.layout)
         for bid in rewrite.skipped:
             log.warning(
                 "%s: block %s: score comments would change how the note parses; scores kept in "
@@ -433,19 +400,26 @@ class DirtyBlockConsumer:
                 rel,
                 bid,
             )
-        if rewrite.text != content.text:
+        if rewrite.layout is not None:
             data = rewrite.text.encode("utf-8")
-            digest = sha256_bytes(data)
+            path = content.note.path
+            try:
+                st = write_if_unchanged(path, data, expected_sha256=content.sha256)
+            except WriteConflict:
+                self.notes.forget_note(rel)
+                raise
             if self.on_write is not None:
-                self.on_write(rel, digest)
-            st = write_if_unchanged(note.path, data, expected_sha256=content.sha256)
+                self.on_write(rel, st)
             stats.files_written += 1
             # Record what we wrote, not what is on disk now: a user edit that landed after the
-            # rename must still look like a change to the next scan.
-            state = FileState(rel, st.st_mtime_ns, len(data), digest)
-            after = [r for r in block_records(rel, parse_note(rewrite.text)) if r.id in kept]
-            positioned = [replace(r, position=i) for i, r in enumerate(after)]
-            self.store.sync_files([FileSync(state, positioned)])
+            # rename must still look like a change to the next sync.
+            written = NoteFile(rel, path, st.st_mtime_ns, len(data))
+            self.notes.written(
+                synced,
+                NoteContent(written, data, rewrite.text, sha256_bytes(data)),
+                rewrite.layout,
+                rewrite.versions,
+            )
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
         else:
             log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
@@ -507,17 +481,6 @@ class DirtyBlockConsumer:
             for dead in self.queue.fail([entry], message):
                 stats.dead_letters += 1
                 log.error("dead letter: block %s of %s: %s", dead.block_id, rel, message)
-
-    def _originals(
-        self, records: list[BlockRecord]
-    ) -> tuple[list[BlockRecord], dict[str, StoredBlock]]:
-        """The note's blocks minus copies of blocks another note holds (never synced here),
-        and what the store has for them."""
-        stored = self.store.get_blocks([r.id for r in records])
-        kept = [r for r in records if not is_copy(self.vault, stored.get(r.id), r)]
-        if len(kept) == len(records):
-            return records, stored
-        return [replace(r, position=i) for i, r in enumerate(kept)], stored
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
         """Entries whose block is not in their file any more follow the store (a move), or

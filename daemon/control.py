@@ -58,12 +58,17 @@ def set_paused(config: Config, vault_root: Path, paused: bool) -> None:
         (state_dir / PAUSED_MARKER).unlink(missing_ok=True)
 
 
+def read_paused(queue: DurableQueue, state_dir: Path) -> bool:
+    """Whether the vault's daemon is paused, read now (the one rule of the pause switch)."""
+    return queue.get_meta(PAUSED_KEY) == "1" or (state_dir / PAUSED_MARKER).exists()
+
+
 class PauseSwitch:
     """Reads the pause switch at most every ``ttl_s`` (the consumer asks before each batch)."""
 
     def __init__(self, queue: DurableQueue, state_dir: Path, *, ttl_s: float = 0.5) -> None:
         self.queue = queue
-        self.marker = state_dir / PAUSED_MARKER
+        self.state_dir = state_dir
         self.ttl_s = ttl_s
         self._value = False
         self._read_at = float("-inf")
@@ -72,7 +77,7 @@ class PauseSwitch:
         now = time.monotonic()
         if now - self._read_at >= self.ttl_s:
             self._read_at = now
-            self._value = self.queue.get_meta(PAUSED_KEY) == "1" or self.marker.exists()
+            self._value = read_paused(self.queue, self.state_dir)
         return self._value
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.control import PauseSwitch
+from aclarai.daemon.control import read_paused
 from aclarai.daemon.queue import DurableQueue
 from aclarai.daemon.writer import create_if_absent, sha256_bytes, write_if_unchanged
 from aclarai.graph import GraphStore, StoredBlock, StoredClaim
@@ -25,8 +25,10 @@ from aclarai.parsers import (
     DashboardData,
     DeadLetter,
     NoteStats,
+    format_utc,
     render_dashboard,
     same_dashboard,
+    utc_now,
 )
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ def collect_dashboard(
             DeadLetter(e.block_id, e.file, e.last_error or "") for e in queue.dead_letters()
         ],
         queue_depth=queue.depth(),
-        paused=PauseSwitch(queue, state_dir, ttl_s=0.0).is_paused(),
+        paused=read_paused(queue, state_dir),
         blocks=sum(n.blocks for n in notes),
         claims=sum(n.claims for n in notes),
         scored=sum(n.scored for n in notes),
@@ -128,7 +130,7 @@ def write_dashboard(
         return None
     target = vault_root / config.dashboard.path
     data = collect_dashboard(config, config.state_dir_for(vault_root), store, queue, model=model)
-    written_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    written_at = utc_now() if now is None else format_utc(now)
     text = render_dashboard(data, written_at)
     try:
         old: bytes | None = target.read_bytes()

@@ -14,17 +14,14 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aclarai.daemon.vault import Vault
-from aclarai.graph import GraphStore
-from aclarai.parsers import ParseError, parse_note
+from aclarai.daemon.notesync import NoteSync
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class PendingDeletes:
-    vault: Vault
-    store: GraphStore
+    notes: NoteSync
     grace_s: float
     _since: dict[str, tuple[str, float]] = field(default_factory=dict)
     """Block id -> (the note that lost it, when)."""
@@ -44,7 +41,8 @@ class PendingDeletes:
             return []
         for block_id in due:
             del self._since[block_id]
-        stored = self.store.get_blocks(due)
+        store = self.notes.store
+        stored = store.get_blocks(due)
         orphans: dict[str, list[str]] = {}
         for block_id, rel in due.items():
             block = stored.get(block_id)
@@ -52,27 +50,12 @@ class PendingDeletes:
                 orphans.setdefault(rel, []).append(block_id)
         deleted: list[str] = []
         for rel, ids in sorted(orphans.items()):
-            held = self._held_ids(rel)
+            held = self.notes.held_ids(rel)
             if held is None:
                 continue
             gone = [bid for bid in ids if bid not in held]
             if gone:
-                self.store.mark_deleted(gone)
+                store.mark_deleted(gone)
                 deleted.extend(gone)
                 log.info("%s: %d block(s) marked deleted: %s", rel, len(gone), ", ".join(gone))
         return deleted
-
-    def _held_ids(self, rel: str) -> set[str] | None:
-        """Ids the note holds now (empty if it is gone); ``None`` if it cannot be read, so
-        nothing is deleted on the strength of an unreadable note."""
-        note = self.vault.note(rel)
-        if note is None:
-            return set()
-        try:
-            content = self.vault.read(note)
-        except FileNotFoundError:
-            return set()
-        except (ParseError, OSError) as exc:
-            log.warning("%s: keeping its blocks: %s", rel, exc)
-            return None
-        return {b.id for b in parse_note(content.text).blocks}

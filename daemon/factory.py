@@ -36,13 +36,13 @@ from aclarai.agents import (
     build_tool_factory,
     llm_judges,
 )
-from aclarai.agents.offline import OfflineEvaluator
-from aclarai.agents.offline_extractor import OfflineClaimExtractor
+from aclarai.agents.offline.evaluator import OfflineEvaluator
+from aclarai.agents.offline.extractor import OfflineClaimExtractor
 from aclarai.agents.pool import PooledEvaluator
 from aclarai.daemon.config import Config
+from aclarai.daemon.notesync import live_blocks
 from aclarai.daemon.queue import Backoff, DurableQueue
-from aclarai.daemon.scan import live_blocks
-from aclarai.daemon.service import ServiceCore, assemble_core, judge_specs
+from aclarai.daemon.service.core import ServiceCore, assemble_core, judge_specs
 from aclarai.daemon.vault import Vault
 from aclarai.graph import GraphStore
 

@@ -3,8 +3,8 @@ reader knows and lists its turns.
 
 Only single text files get here (never the members of a folder or zip, where unknown files are
 skipped), up to ``MAX_CHARS`` characters. The file is sent delimited as untrusted data
-(:func:`aclarai.agents.prompts.delimit`), the reply is JSON validated against a schema, and every
-turn must be text the file really holds (compared with whitespace collapsed), so a model that
+(:func:`aclarai.agents.llm.prompts.delimit`), the reply is JSON validated against a schema, and
+every turn must be text the file really holds (compared with whitespace collapsed), so a model that
 summarises or invents fails the file instead of writing made-up utterances. Nothing the model
 says is executed. A failure is a :class:`ParseError` naming the file.
 """

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
+
+from aclarai.parsers import format_utc
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": format_utc(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),

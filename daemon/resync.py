@@ -1,9 +1,9 @@
 """``aclarai resync``: one whole pass over a vault, the same code path as the daemon's
 periodic reconcile.
 
-Scan (enqueue what changed, sync the store), then drain the durable queue (extract, evaluate,
-write scores to the graph and back to the notes). A crash at any point leaves the queue on disk;
-the next run finishes the work.
+Sync every note (:mod:`aclarai.daemon.notesync`: enqueue what changed, sync the store), then
+drain the durable queue (extract, evaluate, write scores to the graph and back to the notes). A
+crash at any point leaves the queue on disk; the next run finishes the work.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from aclarai.daemon.factory import (
 from aclarai.daemon.importer import ImportReport, import_rows
 from aclarai.daemon.inbox import drain_inbox, inbox_for
 from aclarai.daemon.lock import ONE_SHOT_ROLE, VaultLock
+from aclarai.daemon.notesync import NoteSync, SyncReport, live_blocks
 from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.scan import Scanner, ScanReport, live_blocks
 from aclarai.daemon.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
-from aclarai.parsers import AclaraiError, StoreUnavailable
+from aclarai.parsers import AclaraiError, StoreUnavailable, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ DASHBOARD_DIGEST = "dashboard_sha256"
 class ResyncSummary:
     vault: Path
     state_dir: Path
-    scan: ScanReport
+    synced: SyncReport
     drain: DrainStats
     counts: StoreCounts | None
     elapsed_s: float
@@ -69,7 +69,8 @@ class ResyncSummary:
         """False when the graph store went away, or when every note failed to be read."""
         if self.store_error is not None:
             return False
-        return self.scan.files_unreadable == 0 or self.scan.files_unreadable < self.scan.files_seen
+        unreadable = self.synced.files_unreadable
+        return unreadable == 0 or unreadable < self.synced.files_seen
 
 
 def consumer_settings(config: Config, *, reevaluate: bool = False) -> ConsumerSettings:
@@ -83,19 +84,40 @@ def consumer_settings(config: Config, *, reevaluate: bool = False) -> ConsumerSe
 
 
 def reconcile(
-    scanner: Scanner,
+    notes: NoteSync,
     consumer: DirtyBlockConsumer,
     queue: DurableQueue,
-    store: GraphStore,
     *,
     reevaluate: bool = False,
     progress: Callable[[int], None] | None = None,
-) -> tuple[ScanReport, DrainStats]:
-    """Scan the whole vault, then drain the queue: resync and the daemon's reconcile."""
-    report = scanner.scan(full=True, progress=progress)
+) -> tuple[SyncReport, DrainStats]:
+    """Sync the whole vault, then drain the queue: resync and the daemon's reconcile."""
+    report = notes.sync_vault(progress=progress)
     if reevaluate:
-        queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(store))
+        queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(notes.store))
     return report, consumer.drain()
+
+
+def dry_run_summary(
+    notes: NoteSync,
+    state_dir: Path,
+    started: float,
+    *,
+    quality_threshold: float,
+    progress: Callable[[int], None] | None = None,
+) -> ResyncSummary:
+    """What a pass would change, changing nothing (``resync --dry-run``, here or by the daemon)."""
+    report = notes.sync_vault(dry_run=True, progress=progress)
+    return ResyncSummary(
+        notes.vault.root,
+        state_dir,
+        report,
+        DrainStats(),
+        notes.store.counts(quality_threshold=quality_threshold),
+        time.monotonic() - started,
+        dry_run=True,
+        quality_threshold=quality_threshold,
+    )
 
 
 def resync(
@@ -125,18 +147,10 @@ def resync(
         queue = build_queue(config, state_dir)
         store = build_store(config, state_dir)
         try:
-            scanner = Scanner(vault, store, None if dry_run else queue)
+            notes = NoteSync(vault, store, None if dry_run else queue)
             if dry_run:
-                report = scanner.scan(full=True, dry_run=True, progress=progress)
-                return ResyncSummary(
-                    vault.root,
-                    state_dir,
-                    report,
-                    DrainStats(),
-                    store.counts(quality_threshold=threshold),
-                    time.monotonic() - started,
-                    dry_run=True,
-                    quality_threshold=threshold,
+                return dry_run_summary(
+                    notes, state_dir, started, quality_threshold=threshold, progress=progress
                 )
             queue.recover_inflight()
             queue.make_due()
@@ -144,7 +158,7 @@ def resync(
             inbox = inbox_for(config, vault.root)
             imported = drain_inbox(inbox)[0] if inbox is not None else None
             adopt_files(vault.root / folder for folder in config.adopt.folders)
-            report, stats = ScanReport(), DrainStats()
+            report, stats = SyncReport(), DrainStats()
             usage: dict[str, int] = {}
             store_error: str | None = None
             model = ""
@@ -153,8 +167,7 @@ def resync(
                 model = agents.evaluator.model_id
                 try:
                     consumer = DirtyBlockConsumer(
-                        vault,
-                        store,
+                        notes,
                         queue,
                         agents.extractor,
                         agents.evaluator,
@@ -162,7 +175,7 @@ def resync(
                         index=agents.index,
                     )
                     report, stats = reconcile(
-                        scanner, consumer, queue, store, reevaluate=reevaluate, progress=progress
+                        notes, consumer, queue, reevaluate=reevaluate, progress=progress
                     )
                 finally:
                     usage = agents.usage.snapshot() if agents.usage is not None else {}
@@ -172,7 +185,7 @@ def resync(
                     None if stats.store_errors else store.counts(quality_threshold=threshold)
                 )
             except StoreUnavailable as exc:
-                # The scan's own store calls failed (the consumer logs the drain's): one line.
+                # The sync's own store calls failed (the consumer logs the drain's): one line.
                 log.warning("graph store unavailable; queued work waits for the next run: %s", exc)
                 store_error, counts = str(exc), None
             if store_error is None and stats.store_errors:
@@ -182,8 +195,7 @@ def resync(
             if store_error is None:
                 if model_error is None:
                     # A pass the model sat out did not bring the vault up to date.
-                    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                    queue.set_meta("last_resync", stamp)
+                    queue.set_meta("last_resync", utc_now())
                 dashboard = _dashboard(config, vault.root, store, queue, model, report, stats)
             else:
                 # Driver messages span lines; the summary gives one.
@@ -214,7 +226,7 @@ def _dashboard(
     store: GraphStore,
     queue: DurableQueue,
     model: str,
-    report: ScanReport,
+    report: SyncReport,
     stats: DrainStats,
 ) -> DashboardWrite | None:
     """The dashboard after a pass. A pass that changed nothing (no dirty or deleted block, no
@@ -243,7 +255,7 @@ def _digest(path: Path) -> str | None:
 
 
 def format_summary(summary: ResyncSummary) -> str:
-    s, d, c = summary.scan, summary.drain, summary.counts
+    s, d, c = summary.synced, summary.drain, summary.counts
     rows = [
         ("notes seen", s.files_seen),
         ("notes with aclarai blocks", s.files_with_markers),

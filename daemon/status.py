@@ -9,11 +9,11 @@ from pathlib import Path
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.consumer import MODEL_DOWN_META
-from aclarai.daemon.control import Heartbeat, read_heartbeat, read_usage
+from aclarai.daemon.control import Heartbeat, read_heartbeat, read_paused, read_usage
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
 from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
+from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.queue import QueueEntry
-from aclarai.daemon.scan import Scanner
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim
 
 STALE_HEARTBEAT_S = 30.0
@@ -69,7 +69,7 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         depth = queue.depth()
         dead = queue.dead_letters()
         last = queue.get_meta("last_resync")
-        paused = queue.get_meta("paused") == "1" or (state_dir / "PAUSED").exists()
+        paused = read_paused(queue, state_dir)
         heartbeat = read_heartbeat(queue)
         usage = read_usage(queue)
         model_down = queue.get_meta(MODEL_DOWN_META)
@@ -84,9 +84,8 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
             counts = store.counts(quality_threshold=threshold)
             low_quality = store.low_quality_claims(threshold, LOW_QUALITY_SHOWN)
             if verify:
-                report = Scanner(build_vault(config, vault_root), store, None).scan(
-                    full=True, dry_run=True, force_read=True
-                )
+                notes = NoteSync(build_vault(config, vault_root), store, None)
+                report = notes.sync_vault(dry_run=True, force_read=True)
                 drift = report.dirty_blocks
         finally:
             store.close()

@@ -3,13 +3,15 @@
 A watchdog observer (inotify, or polling for network drives) reports raw events from its own
 thread; they are reduced to "something happened to this note path" and handed to a
 :class:`Debouncer`, per file. A note is released only after no event for the quiet period *and*
-two identical reads of its bytes, so the daemon never works on a note the user is still typing
-into (Obsidian saves every few seconds while typing). A released note whose bytes hash to what the
-daemon itself last wrote there is dropped: own writes are recognised by content, never by event
-type, so a rename of our temp file over the note looks like any other edit until it is read.
+two identical looks at its file (inode, size, mtime and ctime, ``settle_s`` apart), so the daemon
+never works on a note the user is still typing into (Obsidian saves every few seconds while
+typing). Nothing here reads a note: the note-sync path reads it once, after it settled. A released
+note whose file looks exactly as the daemon's own last write left it is dropped: own writes are
+recognised by that file signature, never by event type, so a rename of our temp file over the note
+looks like any other edit until it is compared.
 
 Event kinds do not matter either: a create, modify, delete or either end of a move all mean "look
-at this path again". After the quiet period the path either holds a readable note
+at this path again". After the quiet period the path either holds a note file
 (:attr:`Changes.touched`) or not (:attr:`Changes.gone`); an editor that saves by writing a temp
 file and renaming it over the note therefore ends up as one touch of the note, and a move as a
 gone path plus a touched one, which the store turns back into a move by block id.
@@ -33,16 +35,15 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from aclarai.daemon.vault import Vault
-from aclarai.daemon.writer import sha256_bytes
 
 log = logging.getLogger(__name__)
 
 NOT_A_NOTE = "!not-a-note:"
-"""Prefix of the digest of a note path that holds a folder, a FIFO, a socket or a symlink: never
+"""Prefix of the signature of a note path that holds a folder, a FIFO, a socket or a symlink: never
 read, never a note. The reason follows when it deserves a log line (a symlink loop …)."""
 
 _IGNORED_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
-"""Reads (our own digest reads included) and metadata changes never change a note's bytes."""
+"""Reads and metadata changes never change a note's bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ class WatchOptions:
 
     @property
     def settle_s(self) -> float:
-        """Least time between the two reads that must agree."""
+        """Least time between the two looks that must agree."""
         return min(0.1, self.quiet_period_s / 3)
 
 
@@ -67,85 +68,93 @@ class Changes:
     """What settled since the last batch (both may be empty: a timeout tick)."""
 
     touched: tuple[str, ...] = ()
-    """Notes quiet for the quiet period, read twice with identical bytes, not our own write."""
+    """Notes quiet for the quiet period, looked at twice alike, not our own write."""
     gone: tuple[str, ...] = ()
-    """Note paths that no longer hold a readable note once quiet (deleted or moved away)."""
+    """Note paths that hold no note file once quiet (deleted or moved away)."""
+
+
+def file_signature(st: os.stat_result) -> str:
+    """What two looks at a file compare: any write or rename changes it."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 class OwnWrites:
-    """The hash of the last bytes the daemon wrote to each note (thread-safe)."""
+    """The file signature of the last write the daemon made to each note (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._digests: dict[str, str] = {}
+        self._signatures: dict[str, str] = {}
 
-    def remember(self, rel: str, digest: str) -> None:
-        """Record a write the daemon is about to make (the consumer's ``on_write`` hook)."""
+    def remember(self, rel: str, st: os.stat_result) -> None:
+        """Record a write the daemon made, from the note's stat right after it (the consumer's
+        ``on_write`` hook); the watcher settles a note only after the quiet period, so this
+        always comes before the write's own events are looked at."""
         with self._lock:
-            self._digests[rel] = digest
+            self._signatures[rel] = file_signature(st)
 
-    def is_own(self, rel: str, digest: str | None) -> bool:
+    def is_own(self, rel: str, signature: str | None) -> bool:
         with self._lock:
-            return digest is not None and self._digests.get(rel) == digest
+            return signature is not None and self._signatures.get(rel) == signature
 
 
 @dataclass(slots=True)
 class _Pending:
     first_event: float
     last_event: float
-    digest: str | None = None
-    read_at: float | None = None
-    """When ``digest`` was read; ``None`` while no read happened since the last event."""
+    signature: str | None = None
+    looked_at: float | None = None
+    """When ``signature`` was taken; ``None`` while no look happened since the last event."""
     warned: bool = False
 
 
 @dataclass
 class Debouncer:
-    """Per-file quiet periods and the two-reads rule, on an injected clock (pure bookkeeping).
+    """Per-file quiet periods and the two-looks rule, on an injected clock (pure bookkeeping).
 
-    ``read`` returns a digest of a note's bytes, or ``None`` when the path holds no note.
+    ``look`` returns a note's file signature, or ``None`` when the path holds no note.
     """
 
     options: WatchOptions
-    read: Callable[[str], str | None]
+    look: Callable[[str], str | None]
     _pending: dict[str, _Pending] = field(default_factory=dict)
 
     def touch(self, rel: str, now: float) -> None:
-        """Something happened to ``rel``: restart its quiet period and forget its last read."""
+        """Something happened to ``rel``: restart its quiet period and forget its last look."""
         entry = self._pending.get(rel)
         if entry is None:
             self._pending[rel] = _Pending(first_event=now, last_event=now)
             return
         entry.last_event = now
-        entry.read_at = None
+        entry.looked_at = None
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def step(self, now: float) -> list[tuple[str, str | None]]:
-        """Release the notes that settled, as ``(rel, digest)`` pairs in the order they changed.
+        """Release the notes that settled, as ``(rel, signature)`` pairs in the order they
+        changed.
 
-        The first read happens ``settle_s`` after the last event, the second once the quiet
+        The first look happens ``settle_s`` after the last event, the second once the quiet
         period is over; when the two differ the note changed without an event we saw, and it
-        needs another ``settle_s`` of identical bytes.
+        needs another ``settle_s`` of looking the same.
         """
         settle = self.options.settle_s
         ready: list[tuple[str, str | None]] = []
         for rel, entry in list(self._pending.items()):
             self._warn_if_busy(rel, entry, now)
             quiet_for = now - entry.last_event
-            if entry.read_at is None:
+            if entry.looked_at is None:
                 if quiet_for >= settle:
-                    entry.digest, entry.read_at = self.read(rel), now
+                    entry.signature, entry.looked_at = self.look(rel), now
                 continue
-            if quiet_for < self.options.quiet_period_s or now - entry.read_at < settle:
+            if quiet_for < self.options.quiet_period_s or now - entry.looked_at < settle:
                 continue
-            digest = self.read(rel)
-            if digest == entry.digest:
+            signature = self.look(rel)
+            if signature == entry.signature:
                 del self._pending[rel]
-                ready.append((rel, digest))
+                ready.append((rel, signature))
             else:
-                entry.digest, entry.read_at = digest, now
+                entry.signature, entry.looked_at = signature, now
         return ready
 
     def _warn_if_busy(self, rel: str, entry: _Pending, now: float) -> None:
@@ -159,11 +168,10 @@ class Debouncer:
             )
 
 
-def note_digest(vault: Vault, rel: str) -> str | None:
-    """A digest of the note's bytes; ``None`` when nothing readable is there any more.
+def note_signature(vault: Vault, rel: str) -> str | None:
+    """The file signature of the note at ``rel``; ``None`` when no file is there any more.
 
-    Files over the vault's size limit get a stat signature instead (the scanner reports them);
-    unreadable files get their error, so they settle like any other and the scanner logs why.
+    Unreadable files settle like any other, and the note-sync path logs why it cannot read them.
     """
     path = vault.root / rel
     try:
@@ -176,14 +184,7 @@ def note_digest(vault: Vault, rel: str) -> str | None:
         return NOT_A_NOTE + (vault.symlink_problem(path) or "")
     if not stat.S_ISREG(st.st_mode):
         return NOT_A_NOTE + "not a regular file (a folder, FIFO or socket)"
-    if st.st_size > vault.max_file_bytes:
-        return f"!size={st.st_size},mtime={st.st_mtime_ns}"
-    try:
-        return sha256_bytes(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"!{exc.errno}"
+    return file_signature(st)
 
 
 class _Handler(FileSystemEventHandler):
@@ -232,7 +233,7 @@ class VaultWatcher:
         self.options = options
         self.own_writes = own_writes or OwnWrites()
         self.known_notes = known_notes or (lambda prefix: ())
-        self.debouncer = Debouncer(options, lambda rel: note_digest(vault, rel))
+        self.debouncer = Debouncer(options, lambda rel: note_signature(vault, rel))
         self._events: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
         self._observer: BaseObserver | None = None
 
@@ -289,11 +290,11 @@ class VaultWatcher:
                 break
         touched: list[str] = []
         gone: list[str] = []
-        for rel, digest in self.debouncer.step(now):
-            if digest is None:
+        for rel, signature in self.debouncer.step(now):
+            if signature is None:
                 gone.append(rel)
-            elif digest.startswith(NOT_A_NOTE):
-                reason = digest[len(NOT_A_NOTE) :]
+            elif signature.startswith(NOT_A_NOTE):
+                reason = signature[len(NOT_A_NOTE) :]
                 log.log(
                     logging.WARNING if reason else logging.DEBUG,
                     "%s is %s; ignored",
@@ -301,7 +302,7 @@ class VaultWatcher:
                     reason or "a symlink inside the vault (its target is the note)",
                 )
                 gone.append(rel)
-            elif self.own_writes.is_own(rel, digest):
+            elif self.own_writes.is_own(rel, signature):
                 log.debug("%s: our own write, nothing to do", rel)
             else:
                 touched.append(rel)

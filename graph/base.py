@@ -149,14 +149,54 @@ def claim_quality(*scores: float | None) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def check_file_syncs(files: Iterable[FileSync]) -> None:
+    """Refuse a ``sync_files`` argument whose block names another file than its own.
+
+    Raises:
+        ValueError: A block's ``file`` is not its ``FileSync``'s path.
+    """
+    for sync in files:
+        for block in sync.blocks:
+            if block.file != sync.state.path:
+                raise ValueError(
+                    f"block {block.id} says file {block.file!r}, not {sync.state.path!r}"
+                )
+
+
+def check_claims(claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
+    """Refuse a ``replace_claims`` argument whose claim names another block than its key.
+
+    Raises:
+        ValueError: A claim's ``block_id`` is not the block it is listed under.
+    """
+    for block_id, claims in claims_by_block.items():
+        for claim in claims:
+            if claim.block_id != block_id:
+                raise ValueError(f"claim {claim.id} names block {claim.block_id}, not {block_id}")
+
+
+def check_limit(limit: int | None) -> None:
+    """Refuse a negative ``limit`` of a listing.
+
+    Raises:
+        ValueError: ``limit`` is below 0.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError("limit must not be negative")
+
+
 class GraphStore(ABC):
     """Blocks, claims, scored ``ORIGINATES_FROM`` edges and the files seen."""
 
     name: str = "abstract"
 
     @abstractmethod
-    def file_states(self) -> dict[str, FileState]:
-        """Every file the store has seen, by vault-relative path."""
+    def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+        """The states of the files the store has seen, by vault-relative path.
+
+        Args:
+            paths: Only these files (those the store knows); ``None``: every file.
+        """
 
     @abstractmethod
     def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
@@ -166,6 +206,15 @@ class GraphStore(ABC):
         another file than before is moved (identity kept); a deleted block that reappears is
         restored. Blocks the store had in a file that no longer holds them are reported in
         ``removed`` and left alone: they may have moved to a file synced later.
+        """
+
+    @abstractmethod
+    def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
+        """Record a note aclarai rewrote itself (its block texts and hashes unchanged).
+
+        Stores the note's new state and, for each live block of ``state.path`` among
+        ``versions``, its new ``ver`` (written as ``sync_files`` writes a version-only change).
+        Other ids are ignored: this never adds, moves, restores or reports blocks.
         """
 
     @abstractmethod

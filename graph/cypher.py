@@ -15,6 +15,7 @@ Graph shape::
         decontextualization_score, quality, verdict, justification, status, model,
         evaluated_hash, evaluated_at}]->(:Block)
     (:Claim)-[:OMITS {position}]->(:Element {claim_id, text})
+    (:AclaraiMigration {name, applied_at})
 """
 
 from __future__ import annotations
@@ -28,6 +29,32 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX aclarai_element_claim IF NOT EXISTS FOR (e:Element) ON (e.claim_id)",
 )
 
+# Data migrations, in order: each is named, recorded as an ``AclaraiMigration`` node once done,
+# and made of idempotent statements, so one cut short is simply run again on the next start.
+APPLIED_MIGRATIONS = "MATCH (m:AclaraiMigration) RETURN m.name AS name"
+RECORD_MIGRATION = "MERGE (m:AclaraiMigration {name: $name}) SET m.applied_at = $now"
+
+
+def _stamps_to_utc_z(pattern: str, prop: str) -> str:
+    """Rewrite ``+00:00`` and fractional stamps of ``prop`` into ``2024-06-03T09:00:00Z``."""
+    return (
+        f"MATCH {pattern} WHERE {prop} ENDS WITH '+00:00' "
+        f"OR ({prop} ENDS WITH 'Z' AND size({prop}) > 20) "
+        f"SET {prop} = substring({prop}, 0, 19) + 'Z'"
+    )
+
+
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "m001_utc_stamps",
+        (
+            _stamps_to_utc_z("(b:Block)", "b.updated_at"),
+            _stamps_to_utc_z("(b:Block)", "b.deleted_at"),
+            _stamps_to_utc_z("(:Claim)-[e:ORIGINATES_FROM]->(:Block)", "e.evaluated_at"),
+        ),
+    ),
+)
+
 BLOCK_FIELDS = (
     "b.id AS id, b.file AS file, b.text AS text, b.hash AS hash, b.version AS version, "
     "b.position AS position, b.updated_at AS updated_at, b.deleted_at AS deleted_at"
@@ -36,6 +63,11 @@ BLOCK_FIELDS = (
 FILE_STATES = (
     "MATCH (f:File) RETURN f.path AS path, f.mtime_ns AS mtime_ns, f.size AS size, "
     "f.sha256 AS sha256"
+)
+
+FILE_STATES_OF = (
+    "UNWIND $paths AS p MATCH (f:File {path: p}) RETURN f.path AS path, f.mtime_ns AS mtime_ns, "
+    "f.size AS size, f.sha256 AS sha256"
 )
 
 # Live blocks each synced file held before the call and no longer lists (the caller drops those
@@ -77,6 +109,18 @@ WITH removed, collect(CASE WHEN dirty THEN r.id END) AS changed
 """
     + _SYNC_STATES
 )
+
+# The version change is written as SYNC_FILES writes one (with ``updated_at``); blocks of other
+# files, deleted or unknown ones are left alone.
+RECORD_WRITE = """
+MERGE (x:File {path: $path})
+SET x.mtime_ns = $mtime_ns, x.size = $size, x.sha256 = $sha256
+WITH count(*) AS _
+UNWIND $blocks AS r
+MATCH (b:Block {id: r.id})
+WHERE b.file = $path AND b.deleted_at IS NULL AND b.version <> r.version
+SET b.version = r.version, b.updated_at = $now
+"""
 
 FORGET_FILES = """
 MATCH (b:Block) WHERE b.file IN $paths AND b.deleted_at IS NULL

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
-from aclarai.parsers import StoreError
+from aclarai.parsers import StoreError, utc_now
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -88,11 +87,32 @@ def m004_edges_by_quality(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX edges_quality ON edges (quality) WHERE quality IS NOT NULL")
 
 
+# Every stamp column, by table.
+_STAMP_COLUMNS = (
+    ("blocks", "updated_at"),
+    ("blocks", "deleted_at"),
+    ("edges", "evaluated_at"),
+    (MIGRATIONS_TABLE, "applied_at"),
+)
+
+
+def m005_utc_stamps(conn: sqlite3.Connection) -> None:
+    # Earlier versions stamped ``2024-06-03T09:00:00.123456+00:00`` beside the consumer's
+    # ``...Z``: mixed, the two do not compare as text. Every stamp was UTC, so the first 19
+    # characters are the second it names.
+    for table, column in _STAMP_COLUMNS:
+        conn.execute(
+            f"UPDATE {table} SET {column} = substr({column}, 1, 19) || 'Z' "
+            f"WHERE {column} LIKE '%+00:00' OR ({column} LIKE '%Z' AND length({column}) > 20)"
+        )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
     m003_edges_by_block,
     m004_edges_by_quality,
+    m005_utc_stamps,
 )
 
 
@@ -140,7 +160,7 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
             fn(conn)
             conn.execute(
                 f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
-                (fn.__name__, datetime.now(UTC).isoformat()),
+                (fn.__name__, utc_now()),
             )
         except BaseException:
             conn.execute("ROLLBACK")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import neo4j
@@ -40,8 +39,18 @@ from aclarai.graph.base import (
     StoredBlock,
     StoredClaim,
     SyncResult,
+    check_claims,
+    check_file_syncs,
+    check_limit,
 )
-from aclarai.parsers import ClaimRef, DailyQuality, NoteStats, StoreError, StoreUnavailable
+from aclarai.parsers import (
+    ClaimRef,
+    DailyQuality,
+    NoteStats,
+    StoreError,
+    StoreUnavailable,
+    utc_now,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +60,6 @@ BACKOFF_BASE_S = 0.25
 BACKOFF_MAX_S = 4.0
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
 def is_transient(exc: BaseException) -> bool:
     """Whether a driver exception means "the database cannot be reached right now"."""
     if isinstance(exc, (ServiceUnavailable, SessionExpired, DriverTransientError)):
@@ -62,18 +67,18 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, Neo4jError) and exc.is_retryable()
 
 
-def map_driver_error(exc: DriverError | Neo4jError, action: str) -> StoreError:
-    """Translate a driver exception into the store's (the caller raises it ``from exc``).
+def translate_error(exc: DriverError | Neo4jError, context: str) -> StoreError:
+    """The store error for a driver exception (raise it ``from exc`` to keep the cause).
 
     Args:
         exc: What the ``neo4j`` driver raised.
-        action: The store method that failed, for the message.
+        context: Where it happened, for the message.
 
     Returns:
         :class:`StoreUnavailable` for unavailable, expired-session and transient errors,
         :class:`StoreError` for everything else (syntax, constraint, authentication, …).
     """
-    message = f"neo4j store: {action} failed: {type(exc).__name__}: {exc}"
+    message = f"{context}: {type(exc).__name__}: {exc}"
     if is_transient(exc):
         return StoreUnavailable(message)
     return StoreError(message)
@@ -153,7 +158,8 @@ class Neo4jStore(GraphStore):
         max_attempts: int = 5,
         timeout_s: float = 30.0,
     ) -> None:
-        """Connect and make sure the constraints and indexes exist (idempotent).
+        """Connect, make sure the constraints and indexes exist and run the data migrations the
+        database lacks (all idempotent).
 
         Args:
             uri: ``bolt://``, ``neo4j://`` or ``neo4j+s://`` URI, used as given.
@@ -190,6 +196,7 @@ class Neo4jStore(GraphStore):
         try:
             for statement in cypher.SCHEMA:
                 self._schema(statement)
+            self._migrate()
         except BaseException:
             self._driver.close()
             raise
@@ -206,7 +213,7 @@ class Neo4jStore(GraphStore):
             try:
                 return call()
             except (DriverError, Neo4jError) as exc:
-                error = map_driver_error(exc, f"{action} on {self.uri}")
+                error = translate_error(exc, f"neo4j store: {action} on {self.uri} failed")
                 if not isinstance(error, StoreUnavailable) or attempt == self.max_attempts:
                     raise error from exc
                 logger.warning(
@@ -229,6 +236,18 @@ class Neo4jStore(GraphStore):
                 session.run(neo4j.Query(statement, timeout=self.timeout_s)).consume()
 
         self._attempts("schema set-up", run)
+
+    def _migrate(self) -> None:
+        rows = self._query("migrations", cypher.APPLIED_MIGRATIONS, {})
+        done = {row["name"] for row in rows}
+        for name, statements in cypher.MIGRATIONS:
+            if name in done:
+                continue
+            for statement in statements:
+                self._query(f"migration {name}", statement, {}, write=True)
+            params = {"name": name, "now": utc_now()}
+            self._query("migrations", cypher.RECORD_MIGRATION, params, write=True)
+            logger.info("neo4j store: applied data migration %s on %s", name, self.uri)
 
     def _query(
         self,
@@ -259,8 +278,14 @@ class Neo4jStore(GraphStore):
 
         return self._attempts(action, run)
 
-    def file_states(self) -> dict[str, FileState]:
-        rows = self._query("file_states", cypher.FILE_STATES, {})
+    def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+        if paths is None:
+            rows = self._query("file_states", cypher.FILE_STATES, {})
+        else:
+            wanted = list(dict.fromkeys(paths))
+            if not wanted:
+                return {}
+            rows = self._query("file_states", cypher.FILE_STATES_OF, {"paths": wanted})
         return {
             row["path"]: FileState(row["path"], row["mtime_ns"], row["size"], row["sha256"])
             for row in rows
@@ -268,12 +293,7 @@ class Neo4jStore(GraphStore):
 
     def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
         files = list(files)
-        for sync in files:
-            for block in sync.blocks:
-                if block.file != sync.state.path:
-                    raise ValueError(
-                        f"block {block.id} says file {block.file!r}, not {sync.state.path!r}"
-                    )
+        check_file_syncs(files)
         if not files:
             return []
         blocks = [
@@ -300,7 +320,7 @@ class Neo4jStore(GraphStore):
                 for s in files
             ],
             "blocks": blocks,
-            "now": _now(),
+            "now": utc_now(),
         }
         statement = cypher.SYNC_FILES if blocks else cypher.SYNC_FILES_WITHOUT_BLOCKS
         [row] = self._query("sync_files", statement, params, write=True)
@@ -324,6 +344,17 @@ class Neo4jStore(GraphStore):
             )
         return results
 
+    def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
+        params = {
+            "path": state.path,
+            "mtime_ns": state.mtime_ns,
+            "size": state.size,
+            "sha256": state.sha256,
+            "blocks": [{"id": i, "version": v} for i, v in versions.items()],
+            "now": utc_now(),
+        }
+        self._query("record_write", cypher.RECORD_WRITE, params, write=True)
+
     def forget_files(self, paths: Iterable[str]) -> list[str]:
         paths = list(dict.fromkeys(paths))
         if not paths:
@@ -335,7 +366,7 @@ class Neo4jStore(GraphStore):
         ids = list(dict.fromkeys(block_ids))
         if not ids:
             return 0
-        params = {"ids": ids, "now": _now()}
+        params = {"ids": ids, "now": utc_now()}
         [row] = self._query("mark_deleted", cypher.MARK_DELETED, params, write=True)
         return int(row["marked"])
 
@@ -356,6 +387,7 @@ class Neo4jStore(GraphStore):
         Raises:
             StoreError: A block id is not in the store (nothing is written).
         """
+        check_claims(claims_by_block)
         if not claims_by_block:
             return
         rows = []
@@ -363,10 +395,6 @@ class Neo4jStore(GraphStore):
         for block_id, claims in claims_by_block.items():
             listed: dict[str, dict[str, Any]] = {}
             for claim in claims:
-                if claim.block_id != block_id:
-                    raise ValueError(
-                        f"claim {claim.id} names block {claim.block_id}, not {block_id}"
-                    )
                 if claim.id not in listed:
                     listed[claim.id] = {"id": claim.id, "text": claim.text, "ordinal": ordinal}
                     ordinal += 1
@@ -404,7 +432,7 @@ class Neo4jStore(GraphStore):
         """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
         if not scores:
             return 0
-        now = _now()
+        now = utc_now()
         rows = [
             {
                 "claim_id": s.claim_id,
@@ -426,8 +454,7 @@ class Neo4jStore(GraphStore):
         file: str | None = None,
     ) -> list[StoredClaim]:
         """See GraphStore."""
-        if limit is not None and limit < 0:
-            raise ValueError("limit must not be negative")
+        check_limit(limit)
         if limit == 0:
             return []
         params = {"threshold": float(threshold), "limit": limit, "file": file}
@@ -439,8 +466,7 @@ class Neo4jStore(GraphStore):
         self, limit: int | None = None, *, file: str | None = None
     ) -> list[StoredClaim]:
         """See GraphStore."""
-        if limit is not None and limit < 0:
-            raise ValueError("limit must not be negative")
+        check_limit(limit)
         if limit == 0:
             return []
         statement = cypher.FAILED_CLAIMS_ALL if limit is None else cypher.FAILED_CLAIMS

@@ -27,7 +27,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,9 @@ from aclarai.graph.base import (
     StoredBlock,
     StoredClaim,
     SyncResult,
+    check_claims,
+    check_file_syncs,
+    check_limit,
 )
 from aclarai.graph.migrations import migrate
 from aclarai.parsers import (
@@ -51,6 +53,7 @@ from aclarai.parsers import (
     NoteStats,
     StoreError,
     StoreUnavailable,
+    utc_now,
 )
 
 logger = logging.getLogger(__name__)
@@ -79,6 +82,12 @@ _UPSERT_FILE = """
     INSERT INTO files (path, mtime_ns, size, sha256) VALUES (?, ?, ?, ?)
     ON CONFLICT (path) DO UPDATE SET
         mtime_ns = excluded.mtime_ns, size = excluded.size, sha256 = excluded.sha256
+"""
+
+# What ``sync_files`` writes for a block whose version alone differs.
+_RECORD_VERSION = """
+    UPDATE blocks SET version = ?, updated_at = ?
+    WHERE id = ? AND file = ? AND deleted_at IS NULL AND version IS NOT ?
 """
 
 _CLAIM_COLUMNS = """
@@ -153,10 +162,6 @@ def translate_error(exc: sqlite3.Error, context: str) -> StoreError:
     if (code is not None and code & 0xFF in _UNAVAILABLE_CODES) or "locked" in str(exc):
         return StoreUnavailable(message)
     return StoreError(message)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _json_list(values: Iterable[str]) -> str:
@@ -263,24 +268,24 @@ class SqliteStore(GraphStore):
                 raise
             conn.execute("COMMIT")
 
-    def file_states(self) -> dict[str, FileState]:
+    def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+        query = "SELECT path, mtime_ns, size, sha256 FROM files"
+        params: tuple[str, ...] = ()
+        if paths is not None:
+            query += f" WHERE path {_IN_JSON}"
+            params = (_json_list(paths),)
         with self._read("file_states") as conn:
-            rows = conn.execute("SELECT path, mtime_ns, size, sha256 FROM files").fetchall()
+            rows = conn.execute(query, params).fetchall()
         return {row[0]: FileState(*row) for row in rows}
 
     def sync_files(self, files: Sequence[FileSync]) -> list[SyncResult]:
         files = list(files)
-        for sync in files:
-            for block in sync.blocks:
-                if block.file != sync.state.path:
-                    raise ValueError(
-                        f"block {block.id} says file {block.file!r}, not {sync.state.path!r}"
-                    )
+        check_file_syncs(files)
         if not files:
             return []
         listed = {block.id for sync in files for block in sync.blocks}
         paths = {sync.state.path for sync in files}
-        now = _now()
+        now = utc_now()
         with self._write("sync_files") as conn:
             rows = conn.execute(
                 f"SELECT id, file, hash, version, position, deleted_at FROM blocks "
@@ -319,6 +324,15 @@ class SqliteStore(GraphStore):
             )
         return results
 
+    def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
+        now = utc_now()
+        with self._write("record_write") as conn:
+            conn.executemany(
+                _RECORD_VERSION,
+                [(v, now, block_id, state.path, v) for block_id, v in versions.items()],
+            )
+            conn.execute(_UPSERT_FILE, (state.path, state.mtime_ns, state.size, state.sha256))
+
     def forget_files(self, paths: Iterable[str]) -> list[str]:
         paths_json = _json_list(paths)
         with self._write("forget_files") as conn:
@@ -334,7 +348,7 @@ class SqliteStore(GraphStore):
         with self._write("mark_deleted") as conn:
             cursor = conn.execute(
                 f"UPDATE blocks SET deleted_at = ? WHERE id {_IN_JSON} AND deleted_at IS NULL",
-                (_now(), _json_list(block_ids)),
+                (utc_now(), _json_list(block_ids)),
             )
             return cursor.rowcount
 
@@ -361,13 +375,10 @@ class SqliteStore(GraphStore):
         Raises:
             StoreError: A block id is not in the store.
         """
+        check_claims(claims_by_block)
         wanted: dict[tuple[str, str], tuple[int, str]] = {}
         for block_id, claims in claims_by_block.items():
             for claim in claims:
-                if claim.block_id != block_id:
-                    raise ValueError(
-                        f"claim {claim.id} names block {claim.block_id}, not {block_id}"
-                    )
                 wanted.setdefault((claim.id, block_id), (len(wanted), claim.text))
         blocks_json = _json_list(claims_by_block)
         with self._write("replace_claims") as conn:
@@ -427,7 +438,7 @@ class SqliteStore(GraphStore):
 
     def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
         """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
-        now = _now()
+        now = utc_now()
         params = [
             (
                 s.entailed_score,
@@ -458,8 +469,7 @@ class SqliteStore(GraphStore):
         file: str | None = None,
     ) -> list[StoredClaim]:
         """See GraphStore; a NULL quality never compares below the threshold."""
-        if limit is not None and limit < 0:
-            raise ValueError("limit must not be negative")
+        check_limit(limit)
         with self._read("low_quality_claims") as conn:
             rows = conn.execute(
                 f"SELECT {_CLAIM_COLUMNS} FROM edges e "
@@ -474,8 +484,7 @@ class SqliteStore(GraphStore):
         self, limit: int | None = None, *, file: str | None = None
     ) -> list[StoredClaim]:
         """See GraphStore."""
-        if limit is not None and limit < 0:
-            raise ValueError("limit must not be negative")
+        check_limit(limit)
         with self._read("failed_claims") as conn:
             rows = conn.execute(
                 f"SELECT {_CLAIM_COLUMNS} FROM edges e "

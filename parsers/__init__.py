@@ -2,7 +2,7 @@
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
 from aclarai.parsers.adopt import Adopted, adopt_note
-from aclarai.parsers.blocks import decode_note, parse_note
+from aclarai.parsers.blocks import NoteLayout, decode_note, parse_note, scan_note
 from aclarai.parsers.dashboard import (
     ClaimRef,
     DailyQuality,
@@ -41,6 +41,7 @@ from aclarai.parsers.hashing import content_hash, normalize_text
 from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, ProblemKind
 from aclarai.parsers.rewrite import RewriteResult, apply_scores
 from aclarai.parsers.sentences import split_for_nli, split_sentences
+from aclarai.parsers.timestamps import format_utc, utc_now
 
 __all__ = [
     "SCORE_NAMES",
@@ -58,6 +59,7 @@ __all__ = [
     "EvaluationError",
     "EvaluatorUnavailable",
     "InputTooLong",
+    "NoteLayout",
     "NoteStats",
     "ParseError",
     "ParsedNote",
@@ -78,12 +80,15 @@ __all__ = [
     "decode_note",
     "format_id_comment",
     "format_score_comment",
+    "format_utc",
     "normalize_text",
     "parse_anchor",
     "parse_note",
     "render_dashboard",
     "same_dashboard",
     "scan_line",
+    "scan_note",
     "split_for_nli",
     "split_sentences",
+    "utc_now",
 ]

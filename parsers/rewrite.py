@@ -14,11 +14,12 @@ Only the id comment line and the zone lines of changed blocks are rewritten; eve
 (line endings, final newline or its absence, trailing spaces, frontmatter, other comments, code)
 is kept. New lines use the note's line ending and the id line's indentation.
 
-The new text is parsed again before it is returned: it must give the same blocks with the
-same hashes, and the planned zones. New comment lines can change Markdown structure around
-them (an indented line that lazily continued an utterance becomes indented code after an HTML
-comment line; a comment at column 0 ends a list), so in the rare note where they would, each
-block is retried alone, then at column 0, and left alone (``skipped``) if it still would.
+The new text is parsed again before it is returned (and that parse returned with it): it must give
+the same blocks with the same hashes, and the planned zones. New comment lines can change Markdown
+structure around them (an indented line that lazily continued an utterance becomes indented code
+after an HTML comment line; a comment at column 0 ends a list), so in the rare note where they
+would, each block is retried alone, then at column 0, and left alone (``skipped``) if it still
+would.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class RewriteResult:
     changed: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    layout: NoteLayout | None = None
+    """The parse of ``text`` made to check it, when it differs from the note given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,7 @@ def apply_scores(
     scores: Mapping[str, Mapping[str, float | None]],
     *,
     edited: Collection[str] = (),
+    layout: NoteLayout | None = None,
 ) -> RewriteResult:
     """Write block-level score comments into a note.
 
@@ -79,6 +83,7 @@ def apply_scores(
         edited: Ids of blocks whose text changed since their comments were written: each gets
             ``ver=N+1`` once if it has a score or a score comment, and keeps only the comments
             of its non-null scores.
+        layout: ``scan_note(text)`` when the caller has it, so the note is not parsed again.
 
     Returns:
         The rewritten text (``text`` itself when nothing changed) and the changed blocks.
@@ -92,7 +97,8 @@ def apply_scores(
                 raise ValueError(f"unknown score name {name!r}; expected one of {SCORE_NAMES}")
             if value is not None:
                 format_score_value(value)
-    layout = scan_note(text)
+    if layout is None:
+        layout = scan_note(text)
     plans: list[_Plan] = []
     found: set[str] = set()
     for marker in layout.markers:
@@ -109,11 +115,13 @@ def apply_scores(
     missing = tuple(block_id for block_id in scores if block_id not in found)
     new_text = _build(layout.lines, plans) if plans else text
     skipped: tuple[str, ...] = ()
-    if plans and not _reads_back(layout, new_text, plans):
+    after = _read_back(layout, new_text, plans) if plans else None
+    if plans and after is None:
         plans, skipped = _plans_that_read_back(layout, plans)
         new_text = _build(layout.lines, plans) if plans else text
+        after = scan_note(new_text) if plans else None
     versions = {plan.marker.block_id: next_version(plan.marker.version) for plan in plans}
-    return RewriteResult(new_text, versions, tuple(versions), missing, skipped)
+    return RewriteResult(new_text, versions, tuple(versions), missing, skipped, after)
 
 
 def _plans_that_read_back(
@@ -126,7 +134,7 @@ def _plans_that_read_back(
         variants = [plan, replace(plan, indent="")] if plan.indent else [plan]
         for variant in variants:
             trial = [*kept, variant]
-            if _reads_back(layout, _build(layout.lines, trial), trial):
+            if _read_back(layout, _build(layout.lines, trial), trial) is not None:
                 kept.append(variant)
                 break
         else:
@@ -134,18 +142,19 @@ def _plans_that_read_back(
     return kept, tuple(skipped)
 
 
-def _reads_back(layout: NoteLayout, text: str, plans: list[_Plan]) -> bool:
-    """Whether ``text`` parses to the same note, with exactly the planned zones."""
+def _read_back(layout: NoteLayout, text: str, plans: list[_Plan]) -> NoteLayout | None:
+    """The parse of ``text`` if it gives the same note with exactly the planned zones."""
     after = scan_note(text)
     planned = {plan.marker.block_id: plan for plan in plans}
     if _signature(after.note, planned) != _signature(layout.note, planned):
-        return False
-    return all(
+        return None
+    same = all(
         marker.version == next_version(planned[marker.block_id].marker.version)
         and _new_zone(marker, planned[marker.block_id].given) is None
         for marker in after.markers
         if marker.block is not None and marker.block_id in planned
     )
+    return after if same else None
 
 
 def _signature(note: ParsedNote, planned: Mapping[str, _Plan]) -> tuple[object, ...]:

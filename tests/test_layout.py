@@ -16,9 +16,9 @@ ROOMS = ("parsers", "graph", "agents", "daemon")
 CONCRETE_BACKENDS = {
     "aclarai.graph.sqlite",
     "aclarai.graph.neo4j",
-    "aclarai.agents.offline",
-    "aclarai.agents.offline_extractor",
-    "aclarai.agents.llm",
+    "aclarai.agents.offline.evaluator",
+    "aclarai.agents.offline.extractor",
+    "aclarai.agents.llm.agents",
 }
 
 # A family of modules inside a room shows its own face, like the room's.

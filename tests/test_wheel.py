@@ -36,8 +36,8 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path: Path) -> None:
         for module in (ROOT / room).glob("*.py"):
             assert f"aclarai/{room}/{module.name}" in names
     assert "aclarai/daemon/aclarai.config.default.yaml" in names
-    for prompt in (ROOT / "agents" / "prompts").glob("*.yaml"):
-        assert f"aclarai/agents/prompts/{prompt.name}" in names
+    for prompt in (ROOT / "agents" / "llm" / "prompts").glob("*.yaml"):
+        assert f"aclarai/agents/llm/prompts/{prompt.name}" in names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

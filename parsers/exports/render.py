@@ -44,6 +44,7 @@ from aclarai.parsers.blocks import NoteLayout, parse_note, scan_note
 from aclarai.parsers.errors import ParseError
 from aclarai.parsers.exports.base import Conversation, Message
 from aclarai.parsers.grammar import escape_comment_openers, format_id_comment, scan_line
+from aclarai.parsers.timestamps import format_utc
 
 BLOCK_PREFIX = "blk-"
 _HAZARD = re.compile(r"\r|<!--|\^|```|~~~")
@@ -183,7 +184,8 @@ def _iso(moment: datetime | None) -> str | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Without the fraction the Unix time is a whole number of seconds, exact as a float.
+    return format_utc(moment.replace(microsecond=0).timestamp())
 
 
 def _first_time(messages: Iterable[Message]) -> datetime | None:

@@ -15,7 +15,7 @@ from aclarai.agents import (
     Judge,
     Judgement,
 )
-from aclarai.agents.answer_eval import (
+from aclarai.agents.answers.evaluator import (
     FORMAT_CHECKER,
     LENGTH_CHECKER,
     OVERLAP_CHECKER,

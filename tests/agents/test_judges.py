@@ -18,8 +18,8 @@ from aclarai.agents import (
     llm_judges,
     offline_judges,
 )
-from aclarai.agents.judges import CoherenceJudge, FaithfulnessJudge, RelevanceJudge
-from aclarai.agents.offline import OfflineEvaluator
+from aclarai.agents.answers.judges import CoherenceJudge, FaithfulnessJudge, RelevanceJudge
+from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.parsers import EvaluationError
 from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, json_reply, slow, status
 

@@ -14,17 +14,17 @@ import httpx
 import openai
 import pytest
 
-from aclarai.agents.llm import failure_status
-from aclarai.agents.llm_client import (
+from aclarai.agents.llm.agents import failure_status
+from aclarai.agents.llm.client import (
     EndpointSettings,
     InputTooLong,
     LLMClient,
     refuses_response_format,
     translate_error,
 )
-from aclarai.agents.llm_limits import RateLimiter
-from aclarai.agents.llm_schemas import JudgeOut, UnparseableOutput, parse_json_output
-from aclarai.agents.prompts import Message
+from aclarai.agents.llm.limits import RateLimiter
+from aclarai.agents.llm.prompts import Message
+from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput, parse_json_output
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
 from tests.agents.scripted_llm import (
     ScriptedLLMServer,

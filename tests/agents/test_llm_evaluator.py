@@ -12,9 +12,9 @@ import pytest
 from aclarai.agents.base import EvalItem, Score, Utterance
 from aclarai.agents.cache import ResultCache
 from aclarai.agents.embeddings import HashingEmbedder
-from aclarai.agents.llm import LLMEvaluator, RoleModels
-from aclarai.agents.llm_client import LLMClient
-from aclarai.agents.prompts import DATA_RULE, PromptLibrary
+from aclarai.agents.llm.agents import LLMEvaluator, RoleModels
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.prompts import DATA_RULE, PromptLibrary
 from aclarai.agents.tools import build_tool_factory
 from aclarai.agents.vector_index import VectorIndex
 from aclarai.daemon.config import ToolsSettings

@@ -9,8 +9,8 @@ import pytest
 
 from aclarai.agents.base import ExtractionInput, Utterance, claim_id
 from aclarai.agents.cache import ResultCache
-from aclarai.agents.llm import LLMClaimExtractor
-from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm.agents import LLMClaimExtractor
+from aclarai.agents.llm.client import LLMClient
 from aclarai.parsers import EvaluatorUnavailable
 from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, status
 

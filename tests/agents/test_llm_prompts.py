@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.agents.prompts import DATA_RULE, PromptLibrary, delimit, delimit_all
+from aclarai.agents.llm.prompts import DATA_RULE, PromptLibrary, delimit, delimit_all
 from aclarai.parsers import ConfigError
 
 ROLES = {
@@ -59,7 +59,7 @@ def test_user_folder_overrides_by_name(tmp_path: Path) -> None:
     coverage = library.get("coverage")
     assert (coverage.version, coverage.origin) == ("9", str(tmp_path / "coverage.yaml"))
     assert coverage.render(claim="x", source="y")[1].content == "Claim x from y"
-    assert library.get("entailment").origin.startswith("aclarai.agents/prompts")
+    assert library.get("entailment").origin.startswith("aclarai.agents.llm/prompts")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 
 from aclarai.agents.base import EvalItem, ExtractionInput, Utterance
-from aclarai.agents.llm import (
+from aclarai.agents.llm.agents import (
     CUT_MARKER,
     LLMClaimExtractor,
     LLMEvaluator,
@@ -20,9 +20,9 @@ from aclarai.agents.llm import (
     failure_status,
     fit_prompt,
 )
-from aclarai.agents.llm_client import CallCancelled, LLMClient
-from aclarai.agents.llm_schemas import JudgeOut, UnparseableOutput
-from aclarai.agents.prompts import Message
+from aclarai.agents.llm.client import CallCancelled, LLMClient
+from aclarai.agents.llm.prompts import Message
+from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput
 from aclarai.parsers import EvaluationError
 from tests.agents.scripted_llm import (
     Recorded,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aclarai.agents import NLIQAPipeline, QAItem, split_statements
-from aclarai.agents.nli_qa import question_end
+from aclarai.agents.answers.nli_qa import question_end
 from tests.agents.service_fakes import OverlapEvaluator
 
 ITEM = QAItem(

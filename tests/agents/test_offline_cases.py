@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from aclarai.agents import EvalItem, OfflineEvaluator, Score
-from aclarai.agents.offline import CONTRADICTION_CAP
+from aclarai.agents.offline.evaluator import CONTRADICTION_CAP
 
 DEPLOY = "The deploy to staging failed on Tuesday because the database migration timed out."
 OUTAGE = (

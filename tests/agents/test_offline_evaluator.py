@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclarai.agents import VERDICT_LABELS, EvalItem, OfflineEvaluator, Score
-from aclarai.agents.offline import CONTRADICTION_CAP, load_params
-from aclarai.agents.offline_coverage import verifiable_elements
-from aclarai.agents.offline_decontext import decontextualization
+from aclarai.agents.offline.coverage import verifiable_elements
+from aclarai.agents.offline.decontext import decontextualization
+from aclarai.agents.offline.evaluator import CONTRADICTION_CAP, load_params
 
 OUTAGE = "frank: The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 UTC."
 ROLLBACK = "bob: I rolled back to v2.3 and it is stable now."

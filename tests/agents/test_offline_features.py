@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aclarai.agents.offline_features import (
+from aclarai.agents.offline.features import (
     FEATURE_NAMES,
     analyse,
     contradiction,

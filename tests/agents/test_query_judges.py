@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aclarai.agents import Interaction
-from aclarai.agents.query_judges import CompletenessJudge, InstructionJudge, query_parts
+from aclarai.agents.answers.query_judges import CompletenessJudge, InstructionJudge, query_parts
 
 TWO_PART = "Who designed the Eiffel Tower and when was it completed?"
 

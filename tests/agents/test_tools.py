@@ -10,7 +10,7 @@ import pytest
 from aclarai.agents.base import Utterance
 from aclarai.agents.cache import ResultCache
 from aclarai.agents.embeddings import HashingEmbedder, OpenAIEmbedder
-from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.tools import (
     VECTOR_SEARCH,
     ToolFactory,

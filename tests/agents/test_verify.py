@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from aclarai.agents.base import VERDICT_LABELS, EvalItem, Evaluator, Score
-from aclarai.agents.llm_client import LLMClient
+from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.verify import (
+    ClaimVerdict,
     EvaluatorVerifier,
     LLMVerifier,
-    Verdict,
     parse_verdict,
     verify_claims,
 )
@@ -95,7 +95,7 @@ def test_unreadable_reply_is_retried_once(
 
     verdict = llm_verifier.verify("claim", ["evidence"])
 
-    assert verdict == Verdict("weakly_supported", "Hm.", "ok")
+    assert verdict == ClaimVerdict("weakly_supported", "Hm.", "ok")
     assert len(llm_server.chat_requests) == 2
     assert "did not follow the format" in llm_server.chat_requests[1].user_text
 
@@ -158,7 +158,7 @@ def test_evaluator_verifier_cuts_the_entailment_score(entailed: float, label: st
 def test_evaluator_verifier_prefers_the_evaluators_own_verdict() -> None:
     evaluator = _FixedEvaluator(Score(0.0, 0.0, 0.0, verdict="weakly_supported", justification="j"))
 
-    assert EvaluatorVerifier(evaluator).verify("c", ["d"]) == Verdict("weakly_supported", "j")
+    assert EvaluatorVerifier(evaluator).verify("c", ["d"]) == ClaimVerdict("weakly_supported", "j")
 
 
 def test_evaluator_verifier_reports_a_failed_evaluation() -> None:

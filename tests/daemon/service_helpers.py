@@ -12,8 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from aclarai.daemon.api import build_server
 from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.service.api import build_server
 
 STARTUP_TIMEOUT_S = 10.0
 

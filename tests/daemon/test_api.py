@@ -18,10 +18,10 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclarai.daemon.api import create_app
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.service import ServiceCore, assemble_core
+from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.core import ServiceCore, assemble_core
 from aclarai.parsers import ConfigError, EvaluationError
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status
 from tests.agents.service_fakes import OverlapEvaluator, RaisingJudge
@@ -324,7 +324,7 @@ def test_the_llm_backend_judges_with_the_model(tmp_path: Path) -> None:
 
 SERVE = """
 import sys
-from aclarai.daemon.api import serve
+from aclarai.daemon.service.api import serve
 from aclarai.daemon.config import load_config
 
 home = sys.argv[1]

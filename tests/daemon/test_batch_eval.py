@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclarai.daemon.batch_eval import run_batch
 from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_evaluator
+from aclarai.daemon.service.batch_eval import run_batch
 
 
 def test_evaluate_streams_jsonl_in_order_with_error_records(tmp_path: Path) -> None:

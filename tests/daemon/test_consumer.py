@@ -14,8 +14,8 @@ from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, Extractio
 from aclarai.daemon.config import load_config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
+from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.scan import Scanner
 from aclarai.graph import GraphStore
 from aclarai.parsers import EvaluationError, parse_note
 
@@ -77,15 +77,14 @@ class Rig:
     vault: Path
     store: GraphStore
     queue: DurableQueue
-    scanner: Scanner
+    notes: NoteSync
     consumer: DirtyBlockConsumer
     evaluator: FixedEvaluator
     extractor: FlakyExtractor
 
     def settle(self, *rels: str) -> None:
         """What the watcher does once a note is quiet: sync it and enqueue what changed."""
-        notes = [n for rel in rels if (n := self.scanner.vault.note(rel)) is not None]
-        self.scanner.scan(notes, full=False, force_read=True)
+        self.notes.sync_notes([n for rel in rels if (n := self.notes.vault.note(rel)) is not None])
 
     def drain_all(self) -> None:
         """Drain until nothing is left, waiting out backoffs (the daemon's run loop)."""
@@ -125,14 +124,14 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
         config = load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
         state = config.state_dir_for(vault)
         store, queue = build_store(config, state), build_queue(config, state)
-        v = build_vault(config, vault)
+        notes = NoteSync(build_vault(config, vault), store, queue)
         evaluator = FixedEvaluator()
         extractor = extractor_class(build_agents(config, state).extractor)
         consumer = DirtyBlockConsumer(
-            v, store, queue, extractor, evaluator, ConsumerSettings(workers=1)
+            notes, queue, extractor, evaluator, ConsumerSettings(workers=1)
         )
-        rig = Rig(vault, store, queue, Scanner(v, store, queue), consumer, evaluator, extractor)
-        rig.scanner.scan()
+        rig = Rig(vault, store, queue, notes, consumer, evaluator, extractor)
+        rig.notes.sync_vault()
         consumer.drain()
         made.append(rig)
         return rig
@@ -228,7 +227,7 @@ def test_an_edit_scored_the_same_gets_exactly_one_ver_bump(make_rig) -> None:
     assert rig.block("n.md", "X") == (3, SCORED), "same scores, new text: ver follows the text"
     assert rig.block("n.md", "Y") == (2, SCORED)
     before = (rig.vault / "n.md").read_bytes()
-    rig.scanner.scan()
+    rig.notes.sync_vault()
     assert rig.consumer.drain().files_written == 0, "a pass with no text change writes nothing"
     assert (rig.vault / "n.md").read_bytes() == before
 
@@ -256,12 +255,12 @@ def test_an_edit_that_cannot_be_scored_loses_its_old_comments_until_scoring_succ
     assert rig.block("n.md", "X") == (3, {}), "scores of the old text go, one ver +1"
     assert rig.block("n.md", "Y") == (2, SCORED), "a neighbour's failed re-score keeps its own"
 
-    rig.scanner.scan()
+    rig.notes.sync_vault()
     assert rig.consumer.drain().files_written == 0, "still failing: nothing more to remove"
     assert rig.block("n.md", "X") == (3, {})
 
     rig.evaluator.value = 0.5
-    rig.scanner.scan()
+    rig.notes.sync_vault()
     rig.consumer.drain()
     halves = dict.fromkeys(SCORED, 0.5)
     assert rig.block("n.md", "X") == (4, halves), "back once scoring succeeds"

@@ -14,7 +14,7 @@ import pytest
 from aclarai.daemon.config import load_config
 from aclarai.daemon.consumer import MODEL_DOWN_META, ConsumerSettings, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.scan import Scanner
+from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.status import collect_status, format_status
 from tests.agents.scripted_llm import ScriptedLLMServer, scripted_llm_server, slow
 from tests.daemon.conftest import DaemonProcess, wait_until
@@ -38,18 +38,17 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
     state = config.state_dir_for(vault)
     store, queue = build_store(config, state), build_queue(config, state)
     agents = build_agents(config, state, store)
+    notes = NoteSync(build_vault(config, vault), store, queue)
     consumer = DirtyBlockConsumer(
-        build_vault(config, vault),
-        store,
+        notes,
         queue,
         agents.extractor,
         agents.evaluator,
         ConsumerSettings(workers=1),
     )
-    scanner = Scanner(consumer.vault, store, queue)
     try:
         llm_server.responder = responder()
-        scanner.scan()
+        notes.sync_vault()
         consumer.drain()
         assert note_scores(vault)["blk-a1"]["coverage_score"] == 0.8
 
@@ -57,7 +56,7 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
         note = vault / "bridge.md"
         note.write_text(note.read_text().replace("1998", "1999"))
         before = note.read_bytes()
-        scanner.scan()
+        notes.sync_vault()
         caplog.clear()
         delays = []
         with caplog.at_level(logging.INFO, logger="aclarai"):

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.daemon import run_daemon
+from aclarai.daemon.loop import run_daemon
 from aclarai.daemon.queue import DurableQueue
 from aclarai.daemon.resync import resync
 from aclarai.daemon.writer import TEMP_PREFIX

@@ -119,7 +119,7 @@ def test_the_dashboard_is_never_a_note(vault: Path, config: Config) -> None:
         store.close()
     notes = [note.rel for note in build_vault(config, vault).iter_notes()]
     assert DASHBOARD not in notes
-    assert again.scan.files_seen == len(notes)
+    assert again.synced.files_seen == len(notes)
     assert again.dashboard is not None and again.dashboard.written
     assert "blk-dash1" not in dashboard.read_text()
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from aclarai.agents import load_judge_specs
-from aclarai.daemon.api import create_app
 from aclarai.daemon.factory import build_service_core
+from aclarai.daemon.service.api import create_app
 from aclarai.parsers import ConfigError
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status, text
 from tests.daemon.service_helpers import evaluate_payload, make_config, running_app
@@ -23,7 +23,7 @@ MORE = ["completeness-judge", "instruction-following-judge"]
 def judges_file(tmp_path: Path, **changes: dict[str, object]) -> Path:
     """The shipped judges file with per-judge ``changes`` (by name) applied."""
     specs = yaml.safe_load(
-        Path(__file__).resolve().parents[2].joinpath("agents", "judges.yaml").read_text()
+        Path(__file__).resolve().parents[2].joinpath("agents", "answers", "judges.yaml").read_text()
     )
     for entry in specs["judges"]:
         entry.update(changes.get(entry["name"].replace("-", "_"), {}))

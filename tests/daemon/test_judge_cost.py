@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from aclarai.agents.judges import MAX_FAITHFULNESS_SENTENCES, bounded_pair
-from aclarai.daemon.api import create_app
+from aclarai.agents.answers.judges import MAX_FAITHFULNESS_SENTENCES, bounded_pair
 from aclarai.daemon.factory import build_service_core
+from aclarai.daemon.service.api import create_app
 from tests.daemon.service_helpers import evaluate_payload, make_config, running_app
 
 WORDS = [

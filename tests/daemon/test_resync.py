@@ -15,8 +15,8 @@ from aclarai.agents import EvalItem, Evaluator, Score
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
+from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.resync import format_summary, resync
-from aclarai.daemon.scan import Scanner
 from aclarai.daemon.status import collect_status, format_status
 from aclarai.parsers import SCORE_NAMES, parse_note
 
@@ -52,9 +52,9 @@ def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
     assert summary.imported is not None and summary.imported.created == 3
     imported = set(summary.imported.notes)
     assert not (vault / "Inbox" / "conversations.json").exists()
-    assert summary.scan.files_with_markers == 10
+    assert summary.synced.files_with_markers == 10
     assert summary.drain.files_written == 10
-    assert summary.counts is not None and summary.counts.blocks == summary.scan.blocks_seen
+    assert summary.counts is not None and summary.counts.blocks == summary.synced.blocks_seen
     assert summary.counts.scored_claims > 30
 
     store = build_store(config, config.state_dir_for(vault))
@@ -93,7 +93,7 @@ def test_second_run_does_nothing(vault: Path, config: Config) -> None:
     resync(config, vault)
     first = snapshot(vault)
     again = resync(config, vault)
-    assert again.scan.files_parsed == 0
+    assert again.synced.files_parsed == 0
     assert again.drain.claims_evaluated == 0
     assert again.drain.files_written == 0
     assert snapshot(vault) == first
@@ -127,7 +127,7 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
     finally:
         store.close()
     summary = resync(config, vault)
-    assert summary.scan.dirty_blocks == 1
+    assert summary.synced.dirty_blocks == 1
     assert neighbour_claims > 0
     assert summary.drain.claims_evaluated == 1 + neighbour_claims
     assert {k: v for k, v in snapshot(vault).items() if k != rel} == others
@@ -144,13 +144,13 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
 def test_dry_run_changes_nothing(vault: Path, config: Config) -> None:
     before = snapshot(vault)
     summary = resync(config, vault, dry_run=True)
-    assert summary.scan.dirty_blocks == 54
+    assert summary.synced.dirty_blocks == 54
     assert snapshot(vault) == before
     printed = format_summary(summary)
     assert "meetings/2024-06-03 Standup.md: 9 block(s)" in printed
     assert "Ideas.md" not in printed
     # A dry run leaves the inbox alone; the real run imports its 11 messages first.
-    assert resync(config, vault).scan.dirty_blocks == 54 + 11
+    assert resync(config, vault).synced.dirty_blocks == 54 + 11
 
 
 def test_cli_resync_prints_a_summary(vault: Path, tmp_path: Path) -> None:
@@ -184,12 +184,12 @@ def test_duplicate_ids_reported_once_and_second_copy_skipped(vault: Path, config
     copy = vault / "zz-copy.md"
     shutil.copy(src, copy)
     summary = resync(config, vault)
-    assert summary.scan.duplicates
-    ids = {d[0] for d in summary.scan.duplicates}
-    assert len(ids) == len(summary.scan.duplicates)
+    assert summary.synced.duplicates
+    ids = {d[0] for d in summary.synced.duplicates}
+    assert len(ids) == len(summary.synced.duplicates)
     assert all(
         d[1] == "meetings/2024-06-03 Standup.md" and d[2] == "zz-copy.md"
-        for d in summary.scan.duplicates
+        for d in summary.synced.duplicates
     )
     store = build_store(config, config.state_dir_for(vault))
     try:
@@ -219,29 +219,24 @@ class FlakyEvaluator(Evaluator):
 def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
     state = config.state_dir_for(vault)
     store, queue = build_store(config, state), build_queue(config, state)
-    v = build_vault(config, vault)
+    notes = NoteSync(build_vault(config, vault), store, queue)
     consumer = DirtyBlockConsumer(
-        v,
-        store,
-        queue,
-        build_agents(config, state).extractor,
-        evaluator,
-        ConsumerSettings(workers=1),
+        notes, queue, build_agents(config, state).extractor, evaluator, ConsumerSettings(workers=1)
     )
-    return Scanner(v, store, queue), consumer, store, queue
+    return notes, consumer, store, queue
 
 
 def test_null_scores_write_nothing_and_are_retried(vault: Path, config: Config) -> None:
     evaluator = FlakyEvaluator()
-    scanner, consumer, store, queue = _pipeline(config, vault, evaluator)
+    notes, consumer, store, queue = _pipeline(config, vault, evaluator)
     before = snapshot(vault)
-    scanner.scan()
+    notes.sync_vault()
     stats = consumer.drain()
     assert stats.null_scores == stats.claims_evaluated > 0
     assert snapshot(vault) == before
     assert store.counts().null_scores == stats.claims_evaluated
     evaluator.failing = False
-    report = scanner.scan()
+    report = notes.sync_vault()
     assert report.rescore_blocks > 0 and report.dirty_blocks == 0
     consumer.drain()
     assert store.counts().null_scores == 0
@@ -272,8 +267,8 @@ def test_a_note_edited_during_evaluation_is_never_overwritten(vault: Path, confi
         if other.name != "2024-06-03 Standup.md":
             other.unlink()
     note = vault / "meetings/2024-06-03 Standup.md"
-    scanner, consumer, store, queue = _pipeline(config, vault, EditingEvaluator(note))
-    scanner.scan()
+    notes, consumer, store, queue = _pipeline(config, vault, EditingEvaluator(note))
+    notes.sync_vault()
     stats = consumer.drain()
     assert stats.conflicts == 1
     assert note.read_text().endswith("user typed this while aclarai was busy\n")
@@ -306,7 +301,7 @@ def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
         + "\n"
     )
     summary = resync(config, vault)
-    assert [(d[0], d[1]) for d in summary.scan.duplicates] == [
+    assert [(d[0], d[1]) for d in summary.synced.duplicates] == [
         (original.id, "meetings/2024-06-03 Standup.md")
     ]
     store = build_store(config, config.state_dir_for(vault))
@@ -370,7 +365,7 @@ def test_scores_that_read_the_neighbours_follow_an_edit_of_the_neighbour(
         .replace("We moved the server to Frankfurt", "We moved to Frankfurt")
     )
     summary = resync(config, incremental)
-    assert summary.scan.dirty_blocks == 1
+    assert summary.synced.dirty_blocks == 1
 
     (fresh / "ops.md").write_text(edited)
     resync(load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state-fresh")}), fresh)

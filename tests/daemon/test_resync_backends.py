@@ -214,7 +214,7 @@ def test_resync_gives_the_same_notes_and_graph_on_every_backend(
 
     second = resync(config, vault)
 
-    assert (second.scan.dirty_blocks, second.scan.files_read) == (0, 0)
+    assert (second.synced.dirty_blocks, second.synced.files_read) == (0, 0)
     assert (second.drain.claims_evaluated, second.drain.files_written) == (0, 0)
     assert vault_bytes(vault) == reference.notes
     assert read_graph(config, vault) == graph

@@ -223,7 +223,7 @@ def test_llm_scores_reach_edges_and_notes_and_cost_nothing_when_unchanged(
 
     assert new_requests(llm_server, seen) == []
     assert second.usage["calls"] == 0
-    assert (second.scan.dirty_blocks, second.drain.claims_evaluated) == (0, 0)
+    assert (second.synced.dirty_blocks, second.drain.claims_evaluated) == (0, 0)
 
 
 def test_reevaluate_rescores_every_claim_without_extracting_again(

@@ -15,10 +15,10 @@ import httpx
 import pytest
 import redis
 
-from aclarai.daemon.api import create_app
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.streams import consume
+from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.stream_worker import run_worker
 from tests.agents.scripted_llm import (
     Recorded,
     Reply,
@@ -119,7 +119,7 @@ def test_the_stream_worker_leaves_events_pending_while_the_model_is_down(
     stop = threading.Event()
     stats: list[Any] = []
     worker = threading.Thread(
-        target=lambda: stats.append(consume(config, core=core, stop_event=stop)), daemon=True
+        target=lambda: stats.append(run_worker(config, core=core, stop_event=stop)), daemon=True
     )
     try:
         client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))})
@@ -160,7 +160,7 @@ def test_a_burst_run_returns_while_the_model_is_down_leaving_the_event_pending(
     llm_server.go_down()
     try:
         client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
-        stats = consume(config, core=core, stop_event=threading.Event(), burst=True)
+        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
 

@@ -17,7 +17,7 @@ import pytest
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.control import UsageRecorder, hand_resync_to_daemon, read_usage
-from aclarai.daemon.daemon import run_daemon
+from aclarai.daemon.loop import run_daemon
 from aclarai.daemon.queue import DurableQueue
 from aclarai.daemon.resync import ResyncSummary, format_summary, resync
 from aclarai.daemon.status import collect_status, format_status

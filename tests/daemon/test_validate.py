@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from aclarai.agents import answer_agreement, claim_agreement
-from aclarai.daemon.answer_batch import run_event_batch
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.service import ServiceCore
+from aclarai.daemon.service.answer_batch import run_event_batch
+from aclarai.daemon.service.core import ServiceCore
 from aclarai.daemon.validate import claim_label, validate
 from tests.daemon.service_helpers import evaluate_payload, make_config
 

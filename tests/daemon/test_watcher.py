@@ -19,15 +19,16 @@ from aclarai.daemon.watcher import (
     OwnWrites,
     VaultWatcher,
     WatchOptions,
+    file_signature,
     watch_vault,
 )
-from aclarai.daemon.writer import TEMP_PREFIX, sha256_bytes
+from aclarai.daemon.writer import TEMP_PREFIX
 
 QUIET_S = 0.25
 
 
-class Reads:
-    """A note's bytes as a dict, counting reads (the debouncer's injected reader)."""
+class Looks:
+    """A note's file signature as a dict, counting looks (the debouncer's injected look)."""
 
     def __init__(self) -> None:
         self.content: dict[str, str | None] = {}
@@ -38,8 +39,8 @@ class Reads:
         return self.content.get(rel)
 
 
-def test_a_note_is_released_once_after_the_quiet_period_and_two_equal_reads() -> None:
-    reads = Reads()
+def test_a_note_is_released_once_after_the_quiet_period_and_two_equal_looks() -> None:
+    reads = Looks()
     reads.content["a.md"] = "v1"
     debouncer = Debouncer(WatchOptions(quiet_period_s=3.0), reads)
     for t in (0.0, 1.0, 2.0):  # saves while typing: each restarts the quiet period
@@ -52,7 +53,7 @@ def test_a_note_is_released_once_after_the_quiet_period_and_two_equal_reads() ->
 
 
 def test_bytes_that_change_without_an_event_hold_the_note_back() -> None:
-    reads = Reads()
+    reads = Looks()
     reads.content["a.md"] = "partial"
     debouncer = Debouncer(WatchOptions(quiet_period_s=1.0), reads)
     debouncer.touch("a.md", 0.0)
@@ -64,7 +65,7 @@ def test_bytes_that_change_without_an_event_hold_the_note_back() -> None:
 
 
 def test_a_vanished_note_settles_as_none() -> None:
-    reads = Reads()
+    reads = Looks()
     debouncer = Debouncer(WatchOptions(quiet_period_s=0.5), reads)
     debouncer.touch("gone.md", 0.0)
     debouncer.step(0.2)
@@ -72,7 +73,7 @@ def test_a_vanished_note_settles_as_none() -> None:
 
 
 def test_each_file_has_its_own_quiet_period() -> None:
-    reads = Reads()
+    reads = Looks()
     reads.content.update({"a.md": "a", "b.md": "b"})
     debouncer = Debouncer(WatchOptions(quiet_period_s=1.0), reads)
     debouncer.touch("a.md", 0.0)
@@ -88,7 +89,7 @@ def test_each_file_has_its_own_quiet_period() -> None:
 def test_a_note_that_never_goes_quiet_is_reported_not_forced(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    reads = Reads()
+    reads = Looks()
     reads.content["log.md"] = "x"
     debouncer = Debouncer(WatchOptions(quiet_period_s=1.0, max_wait_s=5.0), reads)
     caplog.set_level(logging.WARNING, "aclarai.daemon.watcher")
@@ -102,13 +103,19 @@ def test_a_note_that_never_goes_quiet_is_reported_not_forced(
     assert len(warnings) == 1
 
 
-def test_own_writes_are_recognised_by_path_and_content() -> None:
+def test_own_writes_are_recognised_by_path_and_file_signature(tmp_path: Path) -> None:
+    note = tmp_path / "a.md"
+    note.write_text("ours")
+    first = note.stat()
     own = OwnWrites()
-    own.remember("a.md", "h1")
-    assert own.is_own("a.md", "h1")
-    assert not own.is_own("b.md", "h1")  # the same bytes moved elsewhere are a move to sync
-    own.remember("a.md", "h2")
-    assert not own.is_own("a.md", "h1")
+    own.remember("a.md", first)
+    assert own.is_own("a.md", file_signature(first))
+    # The same file moved elsewhere is a move to sync.
+    assert not own.is_own("b.md", file_signature(first))
+    note.write_text("ours, then the user's")
+    assert not own.is_own("a.md", file_signature(note.stat()))
+    own.remember("a.md", note.stat())
+    assert not own.is_own("a.md", file_signature(first))
     assert not own.is_own("a.md", None)
 
 
@@ -258,10 +265,10 @@ def test_own_write_is_dropped_and_a_user_edit_after_it_is_not(watcher: VaultWatc
     note.write_text("user")
     collect(watcher)
     ours = b"user\n<!-- aclarai:entailed_score=0.50 -->\n"
-    watcher.own_writes.remember("a.md", sha256_bytes(ours))
     tmp = watcher.vault.root / f"{TEMP_PREFIX}1-a.md.tmp"
     tmp.write_bytes(ours)
     os.replace(tmp, note)
+    watcher.own_writes.remember("a.md", note.stat())
     assert collect(watcher) == Changes()
     note.write_bytes(ours + b"more from the user\n")
     assert collect(watcher) == Changes(("a.md",), ())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,3 +153,49 @@ def test_listing_low_quality_claims_reads_the_quality_index(tmp_path: Path) -> N
     finally:
         conn.close()
     assert any("edges_quality" in row[3] for row in plan)
+
+
+def test_stamps_of_an_older_database_are_rewritten_to_utc_seconds_with_z(tmp_path: Path) -> None:
+    path = tmp_path / "graph.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(old, MIGRATIONS[: ALL_NAMES.index("m005_utc_stamps")])
+        old.execute(f"UPDATE {MIGRATIONS_TABLE} SET applied_at = '2024-06-01T08:00:00.5+00:00'")
+        old.executemany(
+            "INSERT INTO blocks VALUES (?, 'a.md', 'text.', 'h', 1, ?, ?, ?)",
+            [
+                ("live", 0, "2024-06-03T09:00:00.123456+00:00", None),
+                ("gone", 1, "2024-06-03T09:00:01.999999+00:00", "2024-06-04T10:30:00+00:00"),
+                ("odd", 2, "not a stamp", None),
+            ],
+        )
+        old.execute("INSERT INTO claims VALUES ('c1', 'claim'), ('c2', 'claim')")
+        old.executemany(
+            "INSERT INTO edges (claim_id, block_id, ordinal, evaluated_hash, evaluated_at) "
+            "VALUES (?, 'live', ?, 'h', ?)",
+            [("c1", 0, "2024-06-05T23:59:59.999999+00:00"), ("c2", 1, "2024-06-05T12:00:00Z")],
+        )
+    finally:
+        old.close()
+
+    with SqliteStore(path) as store:
+        blocks = store.get_blocks(["live", "gone", "odd"])
+        claims = store.claims_of_blocks(["live"])["live"]
+
+    assert (blocks["live"].updated_at, blocks["live"].deleted_at) == ("2024-06-03T09:00:00Z", None)
+    assert (blocks["gone"].updated_at, blocks["gone"].deleted_at) == (
+        "2024-06-03T09:00:01Z",
+        "2024-06-04T10:30:00Z",
+    )
+    assert blocks["odd"].updated_at == "not a stamp"
+    assert [c.score.evaluated_at for c in claims if c.score is not None] == [
+        "2024-06-05T23:59:59Z",
+        "2024-06-05T12:00:00Z",
+    ]
+    check = sqlite3.connect(path)
+    try:
+        stamps = [at for (at,) in check.execute(f"SELECT applied_at FROM {MIGRATIONS_TABLE}")]
+    finally:
+        check.close()
+    assert stamps[:-1] == ["2024-06-01T08:00:00Z"] * (len(ALL_NAMES) - 1)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamps[-1])

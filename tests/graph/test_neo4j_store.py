@@ -17,7 +17,8 @@ import pytest
 from neo4j import exceptions as driver_errors
 
 from aclarai.graph import FileSync, GraphStore, StoreCounts
-from aclarai.graph.neo4j import Neo4jStore, map_driver_error
+from aclarai.graph.cypher import SCHEMA
+from aclarai.graph.neo4j import Neo4jStore, translate_error
 from aclarai.parsers import StoreError, StoreUnavailable
 from tests.fixtures.bolt_server import BoltServer
 from tests.graph.builders import block, claim, file_sync, note, score
@@ -71,6 +72,52 @@ def test_schema_set_up_is_idempotent_and_enforces_unique_ids(
     cypher(bolt_server, database, "CREATE (:Block {id: 'dup'})")
     with pytest.raises(driver_errors.ConstraintError):
         cypher(bolt_server, database, "CREATE (:Block {id: 'dup'})")
+
+
+def test_old_stamps_are_rewritten_once_on_open(
+    open_store: OpenStore, bolt_server: BoltServer, database: str
+) -> None:
+    cypher(
+        bolt_server,
+        database,
+        "CREATE (:Block {id: 'live', updated_at: '2024-06-03T09:00:00.123456+00:00'}),"
+        " (:Block {id: 'gone', updated_at: '2024-06-03T09:00:01Z',"
+        "  deleted_at: '2024-06-04T10:30:00.5+00:00'})",
+    )
+    cypher(
+        bolt_server,
+        database,
+        "MATCH (b:Block {id: 'live'}) CREATE (:Claim {id: 'c'})-[:ORIGINATES_FROM "
+        "{evaluated_at: '2024-06-05T23:59:59.999999+00:00'}]->(b)",
+    )
+
+    open_store()
+
+    rows = cypher(
+        bolt_server,
+        database,
+        "MATCH (b:Block) OPTIONAL MATCH ()-[e:ORIGINATES_FROM]->(b) "
+        "RETURN b.id AS id, b.updated_at AS updated, b.deleted_at AS deleted, "
+        "e.evaluated_at AS evaluated ORDER BY id",
+    )
+    assert rows == [
+        {
+            "id": "gone",
+            "updated": "2024-06-03T09:00:01Z",
+            "deleted": "2024-06-04T10:30:00Z",
+            "evaluated": None,
+        },
+        {
+            "id": "live",
+            "updated": "2024-06-03T09:00:00Z",
+            "deleted": None,
+            "evaluated": "2024-06-05T23:59:59Z",
+        },
+    ]
+    [marker] = cypher(bolt_server, database, "MATCH (m:AclaraiMigration) RETURN m.name AS name")
+    assert marker == {"name": "m001_utc_stamps"}
+    again = open_store()
+    assert again.statements_run == len(SCHEMA) + 1, "a recorded migration is not run again"
 
 
 def test_graph_shape_puts_scores_on_the_edge_and_omissions_on_element_nodes(
@@ -142,9 +189,9 @@ def test_replace_claims_naming_an_unknown_block_writes_nothing(open_store: OpenS
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else value.__name__,
 )
 def test_driver_errors_map_to_the_store_error_tree(exc: Exception, expected: type) -> None:
-    error = map_driver_error(exc, "sync_files")  # type: ignore[arg-type]
+    error = translate_error(exc, "neo4j store: sync_files failed")  # type: ignore[arg-type]
     assert type(error) is expected
-    assert "sync_files" in str(error) and type(exc).__name__ in str(error)
+    assert str(error).startswith(f"neo4j store: sync_files failed: {type(exc).__name__}: ")
 
 
 def _free_port() -> int:

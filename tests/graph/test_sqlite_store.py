@@ -11,7 +11,7 @@ import pytest
 from aclarai.graph import SqliteStore, StoreCounts
 from aclarai.graph.sqlite import translate_error
 from aclarai.parsers import StoreError, StoreUnavailable, TransientError
-from tests.graph.builders import block, claim, file_sync, note, score
+from tests.graph.builders import claim, note, score
 
 
 def test_creates_parent_folders_and_reopens_with_every_row(tmp_path: Path) -> None:
@@ -176,16 +176,6 @@ def test_claims_for_an_unknown_block_are_refused_whole(tmp_path: Path) -> None:
 
         assert store.claims_of_blocks(["a-0"]) == {"a-0": []}
         assert store.counts().claims == 0
-
-
-def test_records_that_disagree_are_programming_errors(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "graph.sqlite") as store:
-        with pytest.raises(ValueError, match="says file"):
-            store.sync_files([file_sync("a.md", block("x", "b.md", "alpha."))])
-        store.sync_files([note("a.md", "alpha.")])
-        with pytest.raises(ValueError, match="names block"):
-            store.replace_claims({"a-0": [claim("c", "other")]})
-        assert store.counts() == StoreCounts(1, 1, 0, 0, 0, 0)
 
 
 def test_a_closed_store_refuses_work(tmp_path: Path) -> None:

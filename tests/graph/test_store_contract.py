@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
-from aclarai.graph import FileState, GraphStore, ScoreRecord, StoreCounts, claim_quality
+from aclarai.graph import (
+    BlockRecord,
+    FileState,
+    GraphStore,
+    ScoreRecord,
+    StoreCounts,
+    claim_quality,
+)
 from tests.graph.builders import block, claim, file_sync, note, score
+
+UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def _hash(store: GraphStore, block_id: str) -> str:
@@ -46,6 +56,18 @@ def test_sync_records_and_updates_file_states(store: GraphStore) -> None:
     store.sync_files([file_sync("a.md", block("a-0", "a.md", "one."), mtime_ns=9, size=77)])
     assert store.file_states()["a.md"] == FileState("a.md", 9, 77, "a" * 64)
     assert store.file_states()["sub/b.md"].mtime_ns == 6
+
+
+def test_file_states_of_some_paths_are_only_those_the_store_knows(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "one.", mtime_ns=5), note("b.md", "two."), note("c.md", "3.")])
+
+    assert store.file_states(["a.md", "c.md", "missing.md"]) == {
+        "a.md": FileState("a.md", 5, 4, "f" * 64),
+        "c.md": FileState("c.md", 1, 2, "f" * 64),
+    }
+    assert store.file_states(path for path in ["b.md"]).keys() == {"b.md"}
+    assert store.file_states([]) == {}
+    assert store.file_states(None).keys() == {"a.md", "b.md", "c.md"}
 
 
 def test_forget_files_drops_states_and_returns_live_blocks(store: GraphStore) -> None:
@@ -191,6 +213,63 @@ def test_deleted_block_that_reappears_is_restored_as_changed(store: GraphStore) 
     assert c1.score is not None, "a restore brings the claims back with their scores"
 
 
+def test_records_that_disagree_are_programming_errors(store: GraphStore) -> None:
+    with pytest.raises(ValueError, match="says file"):
+        store.sync_files([file_sync("a.md", block("x", "b.md", "alpha."))])
+    store.sync_files([note("a.md", "alpha.")])
+    with pytest.raises(ValueError, match="names block"):
+        store.replace_claims({"a-0": [claim("c", "other")]})
+    assert store.counts() == StoreCounts(1, 1, 0, 0, 0, 0)
+
+
+# --- record_write ---------------------------------------------------------------------------
+
+
+def test_record_write_stores_the_state_and_the_new_versions(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta.")])
+    before = store.get_blocks(["a-0", "a-1"])
+    new_state = FileState("a.md", 42, 99, "b" * 64)
+
+    assert store.record_write(new_state, {"a-0": 7, "a-1": 1}) is None
+
+    assert store.file_states(["a.md"]) == {"a.md": new_state}
+    after = store.get_blocks(["a-0", "a-1"])
+    assert after["a-0"] == dataclasses.replace(
+        before["a-0"], version=7, updated_at=after["a-0"].updated_at
+    )
+    assert UTC_STAMP.fullmatch(after["a-0"].updated_at)
+    assert after["a-1"] == before["a-1"], "an unchanged version is not written"
+    [result] = store.sync_files([file_sync("a.md", *_records(store, "a.md"), mtime_ns=42)])
+    assert (result.changed, result.removed) == ((), ())
+
+
+def test_record_write_ignores_other_files_deleted_and_unknown_blocks(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta."), note("b.md", "gamma.")])
+    store.mark_deleted(["a-1"])
+    before = store.get_blocks(["a-1", "b-0"])
+
+    store.record_write(FileState("a.md", 2, 3, "c" * 64), {"a-1": 5, "b-0": 5, "ghost": 5})
+
+    assert store.get_blocks(["a-1", "b-0", "ghost"]) == before, "nothing added or restored"
+    assert store.counts() == StoreCounts(2, 2, 1, 0, 0, 0)
+    assert store.file_states()["a.md"] == FileState("a.md", 2, 3, "c" * 64)
+    assert store.file_states()["b.md"].mtime_ns == 1
+
+
+def test_record_write_of_a_new_path_only_records_its_state(store: GraphStore) -> None:
+    store.record_write(FileState("new.md", 1, 2, "d" * 64), {})
+
+    assert store.file_states() == {"new.md": FileState("new.md", 1, 2, "d" * 64)}
+    assert store.counts().blocks == 0
+
+
+def _records(store: GraphStore, path: str) -> list[BlockRecord]:
+    return [
+        BlockRecord(b.id, b.file, b.text, b.hash, b.version, b.position)
+        for b in store.blocks_of_file(path)
+    ]
+
+
 # --- mark_deleted, get_blocks ---------------------------------------------------------------
 
 
@@ -203,7 +282,8 @@ def test_mark_deleted_counts_only_live_blocks(store: GraphStore) -> None:
 
     assert [b.id for b in store.blocks_of_file("a.md")] == ["a-1"]
     deleted = store.get_blocks(["a-0", "a-1"])
-    assert deleted["a-0"].deleted_at is not None
+    assert UTC_STAMP.fullmatch(deleted["a-0"].deleted_at or "")
+    assert UTC_STAMP.fullmatch(deleted["a-0"].updated_at)
     assert deleted["a-1"].deleted_at is None
     counts = store.counts()
     assert (counts.blocks, counts.deleted_blocks) == (1, 2)
@@ -274,7 +354,7 @@ def test_scores_round_trip_with_every_field(store: GraphStore) -> None:
         verdict="weakly_supported",
         justification="Half of it is in the source.",
         omitted=("on Tuesday", "twice"),
-        evaluated_at="2024-06-03T09:00:00+00:00",
+        evaluated_at="2024-06-03T09:00:00Z",
     )
 
     assert store.write_scores([full]) == 1
@@ -292,7 +372,7 @@ def test_evaluated_at_defaults_to_the_write_time(store: GraphStore) -> None:
 
     [stored] = store.claims_of_blocks(["a-0"])["a-0"]
     assert stored.score is not None
-    assert stored.score.evaluated_at
+    assert UTC_STAMP.fullmatch(stored.score.evaluated_at or "")
     assert stored.score.omitted == ()
 
 
@@ -436,7 +516,7 @@ def _quality_store(store: GraphStore) -> dict[str, ScoreRecord]:
         name: dataclasses.replace(
             score(name, f"a-{names.index(name)}", _hash(store, f"a-{names.index(name)}"), *t),
             omitted=("on Tuesday", "twice"),
-            evaluated_at="2024-06-03T09:00:00+00:00",
+            evaluated_at="2024-06-03T09:00:00Z",
         )
         for name, t in triples.items()
     }
@@ -565,11 +645,11 @@ def test_note_stats_per_note_with_its_weakest_claim(store: GraphStore) -> None:
         [
             dataclasses.replace(
                 score("y", "b-0", _hash(store, "b-0"), 0.4, 0.4, 0.4),
-                evaluated_at="2024-06-05T10:00:00+00:00",
+                evaluated_at="2024-06-05T10:00:00Z",
             ),
             dataclasses.replace(
                 score("x", "b-1", _hash(store, "b-1"), 0.4, 0.4, 0.4),
-                evaluated_at="2024-06-04T10:00:00+00:00",
+                evaluated_at="2024-06-04T10:00:00Z",
             ),
         ]
     )
@@ -630,7 +710,7 @@ def test_score_counts_in_hundredths_of_live_blocks(store: GraphStore) -> None:
 def test_daily_quality_means_by_evaluation_day(store: GraphStore) -> None:
     store.sync_files([note("a.md", "one.", "two.", "three.", "four.")])
     store.replace_claims({f"a-{i}": [claim(f"c{i}", f"a-{i}")] for i in range(4)})
-    days = ["2024-06-04T23:59:00+00:00", "2024-06-03T08:00:00+00:00", "2024-06-04T00:00:00+00:00"]
+    days = ["2024-06-04T23:59:00Z", "2024-06-03T08:00:00Z", "2024-06-04T00:00:00Z"]
     values = [0.2, 0.9, 0.4]
     store.write_scores(
         [

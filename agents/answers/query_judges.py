@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aclarai.agents.answer_eval import Interaction, Judge, Judgement
-from aclarai.agents.offline_features import analyse
+from aclarai.agents.answers.evaluator import Interaction, Judge, Judgement
+from aclarai.agents.offline.features import analyse
 from aclarai.parsers import split_sentences
 
 COMPLETENESS_JUDGE = "completeness-judge"

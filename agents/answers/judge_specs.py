@@ -1,7 +1,8 @@
 """The answer judges as configured in YAML: which run, with which prompt, weight and model.
 
-The shipped ``agents/judges.yaml`` lists the spec's three judges and two more (completeness and
-instruction-following, shipped off); ``service.judges_file`` replaces it with a user's file.
+The shipped ``agents/answers/judges.yaml`` lists the spec's three judges and two more
+(completeness and instruction-following, shipped off); ``service.judges_file`` replaces it with a
+user's file.
 :func:`offline_judges` and :func:`llm_judges` build the enabled judges for either backend. A judge
 with no offline stand-in runs only with a model.
 """
@@ -16,12 +17,17 @@ from pathlib import Path
 
 import yaml
 
-from aclarai.agents.answer_eval import Interaction, Judge, Judgement
+from aclarai.agents.answers.evaluator import Interaction, Judge, Judgement
+from aclarai.agents.answers.judges import (
+    CoherenceJudge,
+    FaithfulnessJudge,
+    LLMJudge,
+    RelevanceJudge,
+)
+from aclarai.agents.answers.query_judges import CompletenessJudge, InstructionJudge
 from aclarai.agents.base import Evaluator
-from aclarai.agents.judges import CoherenceJudge, FaithfulnessJudge, LLMJudge, RelevanceJudge
-from aclarai.agents.llm_client import LLMClient
-from aclarai.agents.prompts import PromptLibrary
-from aclarai.agents.query_judges import CompletenessJudge, InstructionJudge
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.prompts import PromptLibrary
 from aclarai.parsers import ConfigError, EvaluationError, EvaluatorUnavailable
 
 logger = logging.getLogger(__name__)
@@ -60,8 +66,8 @@ def load_judge_specs(path: Path | None = None) -> list[JudgeSpec]:
             a duplicate name; the message names the file and the entry.
     """
     if path is None:
-        origin = "aclarai.agents/judges.yaml"
-        text = resources.files("aclarai.agents").joinpath("judges.yaml").read_text("utf-8")
+        origin = "aclarai.agents.answers/judges.yaml"
+        text = resources.files("aclarai.agents.answers").joinpath("judges.yaml").read_text("utf-8")
     else:
         origin = str(path)
         try:

@@ -15,10 +15,10 @@ scorer by default) or on lexical similarity, so the service works with no API ke
   numbers differ, scaled by how much they share a topic.
 
 Which judges run, with which weights and prompts, is configured in YAML
-(:mod:`aclarai.agents.judge_specs`). LLM-backed, each judge is one structured call through
-:class:`~aclarai.agents.llm_client.LLMClient` with its own prompt (``relevance_judge``,
+(:mod:`aclarai.agents.answers.judge_specs`). LLM-backed, each judge is one structured call through
+:class:`~aclarai.agents.llm.client.LLMClient` with its own prompt (``relevance_judge``,
 ``faithfulness_judge``, ``coherence_judge``) and the
-:class:`~aclarai.agents.llm_schemas.JudgeOut` reply schema.
+:class:`~aclarai.agents.llm.schemas.JudgeOut` reply schema.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
-from aclarai.agents.answer_eval import (
+from aclarai.agents.answers.evaluator import (
     COHERENCE_JUDGE,
     FAITHFULNESS_JUDGE,
     RELEVANCE_JUDGE,
@@ -37,10 +37,10 @@ from aclarai.agents.answer_eval import (
     Judgement,
 )
 from aclarai.agents.base import EvalItem, Evaluator
-from aclarai.agents.llm_client import LLMClient
-from aclarai.agents.llm_schemas import JudgeOut
-from aclarai.agents.offline_features import analyse
-from aclarai.agents.prompts import PromptLibrary, delimit
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.prompts import PromptLibrary, delimit
+from aclarai.agents.llm.schemas import JudgeOut
+from aclarai.agents.offline.features import analyse
 from aclarai.parsers import EvaluationError, split_sentences
 
 RELEVANCE_SATURATION = 0.6

@@ -16,9 +16,9 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from aclarai.agents.llm_client import LLMClient
-from aclarai.agents.offline_features import MONTHS, NEGATIONS, NUMBER_WORDS, STOPWORDS, WEEKDAYS
-from aclarai.agents.prompts import PromptLibrary, delimit
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.prompts import PromptLibrary, delimit
+from aclarai.agents.offline.features import MONTHS, NEGATIONS, NUMBER_WORDS, STOPWORDS, WEEKDAYS
 from aclarai.parsers import EvaluationError
 
 logger = logging.getLogger(__name__)

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.service import (
+from aclarai.daemon.service.core import (
     MODEL_RETRY_AFTER_S,
     EvaluateRequest,
     EvaluateResponse,

@@ -11,7 +11,7 @@ A multi-sentence claim is compared sentence by sentence, each against its best-a
 sentence, and the sentences are pooled in proportion to their content words: a filler sentence
 ("Yes, I love it!") weighs little, a long unsupported one a lot.
 
-Rarity comes from ``offline_wordfreq.json``: Zipf frequencies of common English word stems,
+Rarity comes from ``wordfreq.json``: Zipf frequencies of common English word stems,
 derived from the ``wordfreq`` package's data (CC-BY-SA 4.0; ``benchmarks/fit_offline.py
 --build-wordfreq`` regenerates it). A stem it does not list counts as rare.
 """
@@ -125,7 +125,7 @@ _CLAUSE = re.compile(
     r"[,;:](?=\s)|[()\[\]—–]|\b(?:a(?:nd|lthough|s if)|b(?:ut|ecause)|though|wh(?:ereas|ile))\b",
     re.I,
 )
-WORDFREQ_RESOURCE = "offline_wordfreq.json"
+WORDFREQ_RESOURCE = "wordfreq.json"
 _COMMON_ZIPF = 6.0
 """Words at least this frequent ("the", "said") weigh 1; each Zipf point rarer adds 1."""
 _RESTATES = 0.6
@@ -371,7 +371,7 @@ def _compound_number(match: re.Match[str]) -> str:
 
 
 def _load_rarity() -> dict[str, float]:
-    text = resources.files("aclarai.agents").joinpath(WORDFREQ_RESOURCE).read_text("utf-8")
+    text = resources.files("aclarai.agents.offline").joinpath(WORDFREQ_RESOURCE).read_text("utf-8")
     table: dict[str, str] = json.loads(text)["zipf"]
     return {
         key: 1.0 + max(0.0, _COMMON_ZIPF - float(zipf))

@@ -10,14 +10,14 @@ For a (context, question, ground truth, answer) four-tuple it scores three entai
 
 "The end of the question" is its last sentence: the question proper, without the preamble, which
 turns a bare answer ("Delhi") into something a premise can entail. Before scoring, pronouns in the
-answer and ground truth are replaced (:mod:`aclarai.agents.pronouns`), each text is cut into
+answer and ground truth are replaced (:mod:`aclarai.agents.answers.pronouns`), each text is cut into
 NLI-sized sentences (:func:`aclarai.parsers.split_for_nli`), and each sentence into statements
 (:func:`split_statements`). A hypothesis's score is the mean of its statements' entailment scores
 and a pair's score the mean of its hypotheses' scores. Statements the evaluator could not score are
 left out and named in the status; a pair with nothing scored is ``None``, never 0.
 
 Refusal flags ("I don't know", "the context does not say") are computed on the first sentences of
-the answer and of the ground truth (:mod:`aclarai.agents.refusal`).
+the answer and of the ground truth (:mod:`aclarai.agents.answers.refusal`).
 
 Sentence splitting is aclarai's own rule-based splitter (``aclarai.parsers.sentences``), which
 works offline; NLTK's punkt data cannot be downloaded here.
@@ -29,9 +29,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aclarai.agents.answers.pronouns import PronounResolver, RuleBasedPronounResolver
+from aclarai.agents.answers.refusal import is_refusal
 from aclarai.agents.base import EvalItem, Evaluator, Score
-from aclarai.agents.pronouns import PronounResolver, RuleBasedPronounResolver
-from aclarai.agents.refusal import is_refusal
 from aclarai.parsers import split_for_nli, split_sentences
 
 MIN_STATEMENT_WORDS = 3

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 
-from aclarai.agents.offline_extractor import split_speaker
-from aclarai.agents.offline_features import (
+from aclarai.agents.offline.extractor import split_speaker
+from aclarai.agents.offline.features import (
     MONTHS,
     NUMBER_WORDS,
     STOPWORDS,

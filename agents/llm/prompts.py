@@ -1,4 +1,5 @@
-"""Prompt templates: one YAML file per role, shipped in ``agents/prompts/``, overridable by name.
+"""Prompt templates: one YAML file per role, shipped in ``agents/llm/prompts/``, overridable by
+name.
 
 A prompt file holds ``version`` (part of every cache key, so editing a prompt and bumping its
 version re-scores what it touched), ``system`` and ``user`` templates with ``${field}``
@@ -153,7 +154,7 @@ class PromptLibrary:
         """Every prompt name available, shipped or overridden."""
         shipped = {
             Path(entry.name).stem
-            for entry in resources.files("aclarai.agents").joinpath("prompts").iterdir()
+            for entry in resources.files("aclarai.agents.llm").joinpath("prompts").iterdir()
             if entry.name.endswith(".yaml")
         }
         if self._override_dir is not None and self._override_dir.is_dir():
@@ -166,10 +167,12 @@ class PromptLibrary:
             if candidate.is_file():
                 logger.info("prompt %s overridden by %s", name, candidate)
                 return _parse(name, _read(candidate), str(candidate))
-        shipped = resources.files("aclarai.agents").joinpath("prompts", f"{name}.yaml")
+        shipped = resources.files("aclarai.agents.llm").joinpath("prompts", f"{name}.yaml")
         if not shipped.is_file():
             raise ConfigError(f"no prompt named {name!r}", key=name)
-        return _parse(name, shipped.read_text(encoding="utf-8"), f"aclarai.agents/prompts/{name}")
+        return _parse(
+            name, shipped.read_text(encoding="utf-8"), f"aclarai.agents.llm/prompts/{name}"
+        )
 
 
 def _read(path: Path) -> str:

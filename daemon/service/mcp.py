@@ -25,7 +25,7 @@ from aclarai.agents import EvalItem, ExtractionInput, Utterance
 from aclarai.daemon.claims import list_claims
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.service import (
+from aclarai.daemon.service.core import (
     ClaimIn,
     DocumentIn,
     EvaluateRequest,

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from aclarai.agents.base import Claim, ClaimExtractor, ExtractionInput, claim_id
-from aclarai.agents.offline_features import WORD_PATTERN, is_content, word_set
+from aclarai.agents.offline.features import WORD_PATTERN, is_content, word_set
 from aclarai.parsers import normalize_text, split_sentences
 
 _SPEAKER = re.compile(r"^[ \t]*(?P<name>[A-Za-z][\w.'-]*(?: [A-Za-z][\w.'-]*){0,2})[ \t]*:[ \t]+")

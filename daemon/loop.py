@@ -5,9 +5,11 @@ start it puts entries a crash left in flight back in the queue, removes stale te
 starts watching; then a full reconcile (the same code as ``aclarai resync``) picks up every edit
 made while it was down. From then on:
 
-- the main thread turns settled notes from the watcher into store syncs and queue entries
-  (enqueued before the store learns the new hashes) and wakes the consumer;
-- one consumer thread drains the queue with a bounded pool of ``processing.workers``;
+- the main thread hands settled notes from the watcher to the note-sync path
+  (:mod:`aclarai.daemon.notesync`: one read, one parse, queue entries, one store sync) and wakes
+  the consumer;
+- one consumer thread drains the queue (:class:`DirtyBlockConsumer`, a bounded pool of
+  ``processing.workers``) whenever woken or a retry falls due, and refreshes the dashboard;
 - apscheduler runs the reconcile on ``watch.reconcile_cron`` and on ``aclarai resync`` requests
   handed over by :mod:`aclarai.daemon.control`, one at a time (``max_instances=1`` and a lock
   shared by both paths), while the consumer loop waits for it to finish draining;
@@ -57,12 +59,18 @@ from aclarai.daemon.factory import (
 from aclarai.daemon.importer import ImportReport
 from aclarai.daemon.inbox import InboxWatcher, drain_inbox, inbox_for
 from aclarai.daemon.lock import VaultLock
-from aclarai.daemon.resync import ResyncSummary, consumer_settings, format_summary, reconcile
-from aclarai.daemon.scan import Scanner, ScanReport
+from aclarai.daemon.notesync import NoteSync
+from aclarai.daemon.resync import (
+    ResyncSummary,
+    consumer_settings,
+    dry_run_summary,
+    format_summary,
+    reconcile,
+)
 from aclarai.daemon.systemd import Notifier
 from aclarai.daemon.watcher import Changes, OwnWrites, WatchOptions, watch_vault
-from aclarai.daemon.writer import remove_stale_temp_files, sha256_bytes
-from aclarai.parsers import AclaraiError, ConfigError
+from aclarai.daemon.writer import remove_stale_temp_files
+from aclarai.parsers import AclaraiError, ConfigError, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -72,18 +80,6 @@ HEARTBEAT_EVERY_S = 5.0
 REQUESTS_EVERY_S = 0.3
 SYNC_RETRY_S = 2.0
 CONSUMER_IDLE_S = 1.0
-
-
-class _LockedScanner(Scanner):
-    """A scanner whose scans never overlap: the watcher's partial syncs and full reconciles."""
-
-    def __init__(self, *args: Any, lock: threading.RLock) -> None:
-        super().__init__(*args)
-        self._lock = lock
-
-    def scan(self, *args: Any, **kwargs: Any) -> ScanReport:
-        with self._lock:
-            return super().scan(*args, **kwargs)
 
 
 def run_daemon(
@@ -136,13 +132,12 @@ class _Daemon:
         self.usage = UsageRecorder(self.queue, self.agents.usage)
         self.own_writes = OwnWrites()
         self.pause = PauseSwitch(self.queue, state_dir)
-        self.sync_lock = threading.RLock()
         self.drain_lock = threading.Lock()
         self.reconcile_lock = threading.Lock()
         self.wake = threading.Event()
-        self.scanner = _LockedScanner(self.vault, self.store, self.queue, lock=self.sync_lock)
+        self.notes = NoteSync(self.vault, self.store, self.queue)
         self.consumer = self._consumer(self.agents.evaluator, reevaluate=False)
-        self.deletes = PendingDeletes(self.vault, self.store, config.watch.delete_grace_s)
+        self.deletes = PendingDeletes(self.notes, config.watch.delete_grace_s)
         self.dashboard = DashboardRefresher(
             config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
         )
@@ -171,8 +166,7 @@ class _Daemon:
 
     def _consumer(self, evaluator: Evaluator, *, reevaluate: bool) -> DirtyBlockConsumer:
         return DirtyBlockConsumer(
-            self.vault,
-            self.store,
+            self.notes,
             self.queue,
             self.agents.extractor,
             evaluator,
@@ -236,8 +230,8 @@ class _Daemon:
         now = time.monotonic()
         if not (self._touched or self._gone or len(self.deletes)) or now < self._retry_at:
             return
-        # A full reconcile may hold the scan lock for a while; keep the changes for later.
-        if not self.sync_lock.acquire(timeout=0.2):
+        # A full reconcile may hold the sync lock for a while; keep the changes for later.
+        if not self.notes.lock.acquire(timeout=0.2):
             return
         try:
             self._sync_changes(now)
@@ -253,7 +247,7 @@ class _Daemon:
             self._touched.clear()
             self._gone.clear()
         finally:
-            self.sync_lock.release()
+            self.notes.lock.release()
 
     def _sync_changes(self, now: float) -> None:
         gone = sorted(self._gone)
@@ -268,15 +262,16 @@ class _Daemon:
         adopting = [n.path for n in notes if any(n.rel.startswith(f) for f in self.adopt_prefixes)]
         if adopting:
             adopt_files(adopting, on_write=self._adopted)
+            notes = [n for n in (self.vault.note(n.rel) for n in notes) if n is not None]
         if notes:
-            report = self.scanner.scan(notes, full=False, force_read=True)
+            report = self.notes.sync_notes(notes)
             for rel in sorted(report.dirty_files):
                 log.info("%s changed: its dirty blocks are queued", rel)
             lost.update(report.vanished)
             if report.dirty_blocks:
                 self.wake.set()
         if gone:
-            lost.update(self.scanner.forget(gone))
+            lost.update(self.notes.forget(gone))
             for rel in gone:
                 count = sum(1 for f in lost.values() if f == rel)
                 log.log(
@@ -292,10 +287,10 @@ class _Daemon:
         self.deletes.add(lost, now)
         self.deletes.finalize(now)
 
-    def _adopted(self, path: Path, data: bytes) -> None:
+    def _adopted(self, path: Path, st: os.stat_result) -> None:
         rel = self.vault.rel(path)
         if rel is not None:
-            self.own_writes.remember(rel, sha256_bytes(data))
+            self.own_writes.remember(rel, st)
 
     def _known_notes(self, prefix: str) -> list[str]:
         return [path for path in self.store.file_states() if path.startswith(prefix)]
@@ -390,15 +385,11 @@ class _Daemon:
             log.info("reconcile (%s) started", reason)
             imported = self._drain_inbox()
             report, stats = reconcile(
-                self.scanner,
-                consumer or self.consumer,
-                self.queue,
-                self.store,
-                reevaluate=reevaluate,
+                self.notes, consumer or self.consumer, self.queue, reevaluate=reevaluate
             )
             elapsed = time.monotonic() - started
             self.dashboard.mark()
-            self.queue.set_meta("last_resync", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self.queue.set_meta("last_resync", utc_now())
             self.usage.flush()
             log.info(
                 "reconcile (%s) done in %.2f s: %d notes seen, %d dirty blocks, %d claims "
@@ -439,19 +430,12 @@ class _Daemon:
         log.info("resync request %s answered", request.id)
 
     def _serve(self, request: ResyncRequest) -> ResyncSummary:
-        threshold = self.config.threshold.claim_quality
         if request.dry_run:
-            started = time.monotonic()
-            report = Scanner(self.vault, self.store, None).scan(full=True, dry_run=True)
-            return ResyncSummary(
-                self.vault.root,
+            return dry_run_summary(
+                NoteSync(self.vault, self.store, None),
                 self.state_dir,
-                report,
-                DrainStats(),
-                self.store.counts(quality_threshold=threshold),
-                time.monotonic() - started,
-                dry_run=True,
-                quality_threshold=threshold,
+                time.monotonic(),
+                quality_threshold=self.config.threshold.claim_quality,
             )
         if not request.reevaluate:
             return self._reconcile("resync request")

@@ -12,12 +12,12 @@ context supports. The reference exits on the mean alone, which fails "Paris." as
 judges.
 
 Otherwise the judges (relevance, faithfulness, coherence — offline or LLM-backed, see
-:mod:`aclarai.agents.judges`) run in parallel, each under its own timeout. The confidence is the
-weighted mean of the two groups' means; a judge that fails or times out is reported in the stages
-with its error and left out of the means, never counted as 0, and caps the verdict at ``review``:
-an answer nobody fully looked at never passes. So does a judge scoring below ``judge_floor``: a
-mean of good relevance and coherence must not pass an answer the faithfulness judge finds
-invented. With no judge left the verdict is ``review``.
+:mod:`aclarai.agents.answers.judges`) run in parallel, each under its own timeout. The confidence is
+the weighted mean of the two groups' means; a judge that fails or times out is reported in the
+stages with its error and left out of the means, never counted as 0, and caps the verdict at
+``review``: an answer nobody fully looked at never passes. So does a judge scoring below
+``judge_floor``: a mean of good relevance and coherence must not pass an answer the faithfulness
+judge finds invented. With no judge left the verdict is ``review``.
 
 One blocking core: the HTTP service and the Redis consumer call :meth:`AnswerEvaluator.evaluate`
 from worker threads.
@@ -36,11 +36,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Literal
 
-from aclarai.agents.offline_features import analyse
+from aclarai.agents.offline.features import analyse
 
 logger = logging.getLogger(__name__)
 
-Verdict = Literal["pass", "review", "fail"]
+AnswerVerdict = Literal["pass", "review", "fail"]
 StageKind = Literal["pre_check", "judge"]
 
 LENGTH_CHECKER = "length-checker"
@@ -115,7 +115,7 @@ class AnswerEvaluation:
     stages: tuple[Stage, ...]
     confidence: float | None
     """``None`` when no judge produced a score (the verdict is then ``review``)."""
-    verdict: Verdict
+    verdict: AnswerVerdict
     reason: str
 
 
@@ -304,7 +304,7 @@ class AnswerEvaluator:
         confidence = _weighted_mean(((s.pre_check_weight, pre_mean), (s.judge_weight, judge_mean)))
         if confidence is None:  # the judges' weight is 0 and no pre-check gave a score
             confidence = judge_mean
-        verdict: Verdict = (
+        verdict: AnswerVerdict = (
             "pass"
             if confidence > s.pass_above
             else "review"

@@ -1,14 +1,14 @@
 """The offline evaluator: entailment, coverage and decontextualization from the text alone.
 
 ``entailed_score`` is a calibrated probability from a monotone logistic model over the lexical
-features of :mod:`aclarai.agents.offline_features`; its learned weights ship in
-``offline_params.json`` (regenerate with ``benchmarks/fit_offline.py``; ``benchmarks/quality.py``
+features of :mod:`aclarai.agents.offline.features`; its learned weights ship in
+``params.json`` (regenerate with ``benchmarks/fit_offline.py``; ``benchmarks/quality.py``
 measures it leaving one labelled set out at a time). One rule sits on top of the model: a claim
 that closely restates a source sentence but flips its polarity ("did not fail" against
 "failed"), or swaps one of its numbers or names for one the source never mentions, is a
 contradiction and scores at most :data:`CONTRADICTION_CAP`. The public sets hold too few such
 pairs for a model to learn it. ``coverage_score`` and ``decontextualization_score`` are
-rule-based (:mod:`~aclarai.agents.offline_coverage`, :mod:`~aclarai.agents.offline_decontext`).
+rule-based (:mod:`~aclarai.agents.offline.coverage`, :mod:`~aclarai.agents.offline.decontext`).
 
 Deterministic, no model download, no network. An item that cannot be scored gets ``None`` scores
 and a status saying why, never 0.
@@ -27,9 +27,9 @@ from importlib import resources
 from typing import Any
 
 from aclarai.agents.base import EvalItem, Evaluator, Score
-from aclarai.agents.offline_coverage import coverage
-from aclarai.agents.offline_decontext import decontextualization
-from aclarai.agents.offline_features import (
+from aclarai.agents.offline.coverage import coverage
+from aclarai.agents.offline.decontext import decontextualization
+from aclarai.agents.offline.features import (
     FEATURE_NAMES,
     WORD_PATTERN,
     TextView,
@@ -43,7 +43,7 @@ from aclarai.agents.offline_features import (
 
 logger = logging.getLogger(__name__)
 
-PARAMS_RESOURCE = "offline_params.json"
+PARAMS_RESOURCE = "params.json"
 RULES_VERSION = "2"
 """Bumped when a rule outside the learned parameters changes the scores."""
 CONTRADICTION_CAP = 0.1
@@ -54,7 +54,7 @@ _SAME_ORDER = 0.75
 
 def load_params() -> dict[str, Any]:
     """The learned parameters shipped with the package."""
-    text = resources.files("aclarai.agents").joinpath(PARAMS_RESOURCE).read_text("utf-8")
+    text = resources.files("aclarai.agents.offline").joinpath(PARAMS_RESOURCE).read_text("utf-8")
     params: dict[str, Any] = json.loads(text)
     return params
 
@@ -101,7 +101,7 @@ class OfflineEvaluator(Evaluator):
 
         Args:
             params: Learned parameters in the format ``benchmarks/fit_offline.py`` writes; the
-                shipped ``offline_params.json`` when omitted.
+                shipped ``params.json`` when omitted.
         """
         params = dict(params) if params is not None else load_params()
         self.model = EntailmentModel(params)

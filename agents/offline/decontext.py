@@ -17,9 +17,9 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
-from aclarai.agents.offline_coverage import RELATIVE_DATES
-from aclarai.agents.offline_extractor import split_speaker
-from aclarai.agents.offline_features import (
+from aclarai.agents.offline.coverage import RELATIVE_DATES
+from aclarai.agents.offline.extractor import split_speaker
+from aclarai.agents.offline.features import (
     MONTHS,
     STOPWORDS,
     WEEKDAYS,

@@ -50,15 +50,15 @@ from tenacity import (
 )
 from tenacity.wait import wait_exponential_jitter
 
-from aclarai.agents.llm_limits import AdaptiveLimit, EndpointHealth, RateLimiter, UsageCounters
-from aclarai.agents.llm_schemas import (
+from aclarai.agents.llm.limits import AdaptiveLimit, EndpointHealth, RateLimiter, UsageCounters
+from aclarai.agents.llm.prompts import Message
+from aclarai.agents.llm.schemas import (
     T,
     UnparseableOutput,
     json_schema_format,
     parse_json_output,
     schema_hint,
 )
-from aclarai.agents.prompts import Message
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable, InputTooLong
 
 if TYPE_CHECKING:

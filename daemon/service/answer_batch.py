@@ -21,7 +21,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from aclarai.daemon.jsonl import JsonLine, read_json_lines
-from aclarai.daemon.service import (
+from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
     ServiceCore,

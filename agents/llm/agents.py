@@ -46,8 +46,15 @@ from aclarai.agents.base import (
 )
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.llm_client import InputTooLong, LLMClient, estimate_tokens
-from aclarai.agents.llm_schemas import (
+from aclarai.agents.llm.client import InputTooLong, LLMClient, estimate_tokens
+from aclarai.agents.llm.prompts import (
+    Message,
+    PromptLibrary,
+    delimit,
+    delimit_all,
+    echoes_scaffolding,
+)
+from aclarai.agents.llm.schemas import (
     ENTAILMENT_VALUES,
     CombinedItem,
     CombinedOut,
@@ -59,7 +66,6 @@ from aclarai.agents.llm_schemas import (
     SelectionOut,
     UnparseableOutput,
 )
-from aclarai.agents.prompts import Message, PromptLibrary, delimit, delimit_all, echoes_scaffolding
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable

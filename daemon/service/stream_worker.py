@@ -1,4 +1,4 @@
-"""The Redis Stream consumer of the evaluation service (``aclarai consume``).
+"""The Redis Stream worker of the evaluation service (``aclarai consume``).
 
 Each entry of ``redis.stream`` (default ``eval-events``) carries a ``payload`` field holding the
 same JSON as ``POST /api/v1/evaluate``. Consumers join ``redis.group``; each result is XADDed to
@@ -40,7 +40,7 @@ import redis
 
 from aclarai.daemon.config import Config, RedisSettings
 from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.service import (
+from aclarai.daemon.service.core import (
     EvaluateRequest,
     ServiceCore,
     parse_evaluate_payload,
@@ -63,7 +63,7 @@ class StopEvent(Protocol):
 
 
 @dataclass
-class ConsumeStats:
+class WorkerStats:
     """What a consumer did."""
 
     processed: int = 0
@@ -78,14 +78,14 @@ class ConsumeStats:
     """Times the model endpoint went away; the events waited, pending."""
 
 
-def consume(
+def run_worker(
     config: Config,
     *,
     core: ServiceCore | None = None,
     consumer: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
-) -> ConsumeStats:
+) -> WorkerStats:
     """Consume evaluation events until stopped.
 
     Args:
@@ -113,15 +113,15 @@ def consume(
     name = consumer or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with _stop_signals(stop_event) as stop:
-            return StreamConsumer(client, settings, core, name=name).run(stop, burst=burst)
+            return StreamWorker(client, settings, core, name=name).run(stop, burst=burst)
     finally:
         client.close()
         if own:
             core.close()
 
 
-class StreamConsumer:
-    """One consumer of the group: the loop behind :func:`consume`.
+class StreamWorker:
+    """One worker of the group (a Redis consumer): the loop behind :func:`run_worker`.
 
     Args:
         client: a Redis client (bytes in, bytes out).
@@ -144,9 +144,9 @@ class StreamConsumer:
         self._core = core
         self.name = name
         self._clock = clock
-        self.stats = ConsumeStats()
+        self.stats = WorkerStats()
 
-    def run(self, stop: StopEvent, *, burst: bool = False) -> ConsumeStats:
+    def run(self, stop: StopEvent, *, burst: bool = False) -> WorkerStats:
         """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
         ready = down = model_down = False
         delay = BACKOFF_INITIAL_S

@@ -1,0 +1,452 @@
+"""The one note-sync path: from notes on disk to the store, with what changed enqueued first.
+
+For each note: read it once (skipped when its size and mtime match what the store last saw),
+parse it once (skipped when its bytes hash as before), drop the copies of blocks another note
+holds, number the rest, enqueue the blocks whose text is new, restored or different, and sync
+the note to the store in one call. The queue learns of a change *before* the store learns the
+new hash, so a crash between the two never loses it. The result is a :class:`SyncedNote`, a value
+saying what the note holds and what changed.
+
+``resync``, the daemon's watch path and reconcile, the consumer and the pending deletions all
+go through :class:`NoteSync`; nothing else calls the store's ``sync_files``. The last synced
+notes are kept in memory, so the consumer that takes a note the watch path just synced starts
+from the same bytes and parse without reading or parsing it again: the conditional write's
+re-hash is what proves the note did not change meanwhile.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from aclarai.daemon.queue import Dirty, DurableQueue
+from aclarai.daemon.vault import NoteContent, NoteFile, Vault
+from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock
+from aclarai.parsers import NoteLayout, ParsedNote, ParseError, scan_note
+
+log = logging.getLogger(__name__)
+
+BATCH_FILES = 200
+"""Notes synced per store call in a walk of many notes."""
+RECENT_NOTES = 256
+"""Synced notes kept for the consumer (a bound on memory, not on correctness)."""
+
+
+@dataclass
+class SyncReport:
+    """What one sync of many notes saw and did."""
+
+    files_seen: int = 0
+    files_read: int = 0
+    files_unreadable: int = 0
+    files_parsed: int = 0
+    files_with_markers: int = 0
+    blocks_seen: int = 0
+    dirty_blocks: int = 0
+    rescore_blocks: int = 0
+    deleted_blocks: int = 0
+    duplicates: list[tuple[str, str, str]] = field(default_factory=list)
+    """(block id, path kept, path skipped)."""
+    errors: list[str] = field(default_factory=list)
+    dirty_files: dict[str, int] = field(default_factory=dict)
+    """Dirty blocks per note."""
+    vanished: dict[str, str] = field(default_factory=dict)
+    """Blocks no note holds any more, with the note that lost them (a whole-vault sync marks
+    them deleted at once; the daemon waits for the grace period)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedNote:
+    """A note as last synced: its bytes, its parse, and the blocks the store holds for it."""
+
+    content: NoteContent
+    layout: NoteLayout
+    records: tuple[BlockRecord, ...]
+    """The note's blocks minus copies of blocks another note holds, numbered in note order."""
+    changed: tuple[str, ...] = ()
+    """Blocks whose text this sync found new, restored or different (and enqueued)."""
+    removed: tuple[str, ...] = ()
+    """Blocks the store had in this note that it no longer holds."""
+    seen: tuple[int, int] = (0, 0)
+    """The file's (mtime_ns, size) taken before it was read: while the file still shows them,
+    it holds ``content`` (a racily clean read is checked by the conditional write instead)."""
+
+    @property
+    def rel(self) -> str:
+        return self.content.note.rel
+
+    @property
+    def parsed(self) -> ParsedNote:
+        return self.layout.note
+
+    def holds(self, block_id: str) -> bool:
+        return any(r.id == block_id for r in self.records)
+
+
+def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
+    return [
+        BlockRecord(id=b.id, file=rel, text=b.text, hash=b.hash, version=b.version, position=i)
+        for i, b in enumerate(parsed.blocks)
+    ]
+
+
+def file_state(content: NoteContent) -> FileState:
+    return FileState(
+        path=content.note.rel,
+        mtime_ns=content.note.mtime_ns,
+        size=content.note.size,
+        sha256=content.sha256,
+    )
+
+
+def live_blocks(store: GraphStore) -> Iterator[StoredBlock]:
+    """Every live block the store holds, note by note in path order."""
+    for path in sorted(store.file_states()):
+        yield from store.blocks_of_file(path)
+
+
+class _Look(enum.Enum):
+    """Which notes a sync reads and parses."""
+
+    CHANGED = "changed"
+    """Read a note whose size or mtime differ from the store's; parse it if its bytes do."""
+    CHANGED_BYTES = "changed bytes"
+    """Read every note given (the watcher saw it change); parse it if its bytes differ."""
+    EVERY_NOTE = "every note"
+    """Read and parse every note (``status --verify`` re-hashes the vault)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    note: NoteFile
+    content: NoteContent
+    layout: NoteLayout
+
+
+class NoteSync:
+    """Syncs notes to the store and remembers the last synced ones (thread-safe).
+
+    ``queue`` is ``None`` for a look that enqueues nothing (``status --verify``, dry runs).
+    """
+
+    def __init__(self, vault: Vault, store: GraphStore, queue: DurableQueue | None) -> None:
+        self.vault = vault
+        self.store = store
+        self.queue = queue
+        self.lock = threading.RLock()
+        """Held by every sync, so a note is never synced by two threads at once."""
+        self._recent: OrderedDict[str, SyncedNote] = OrderedDict()
+
+    def sync_vault(
+        self,
+        *,
+        dry_run: bool = False,
+        force_read: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> SyncReport:
+        """Sync every note of the vault; forget the notes it no longer holds and mark their
+        blocks (and every block no note took over) deleted; queue again the blocks whose
+        claims have null scores.
+
+        With ``dry_run`` nothing is enqueued or stored: the report says what would change.
+        ``force_read`` ignores the recorded file states (``status --verify``).
+        """
+        with self.lock:
+            report = SyncReport()
+            states = self.store.file_states()
+            seen: set[str] = set()
+
+            def walk() -> Iterator[NoteFile]:
+                for note in self.vault.iter_notes():
+                    seen.add(note.rel)
+                    yield note
+
+            look = _Look.EVERY_NOTE if force_read else _Look.CHANGED
+            removed = self._sync(walk(), states, report, dry_run, look, progress)
+            gone = sorted(set(states) - seen)
+            if dry_run:
+                report.deleted_blocks += sum(len(self.store.blocks_of_file(p)) for p in gone)
+                return report
+            removed.update(self.forget(gone))
+            if removed:
+                report.vanished = self.vanished(removed)
+                if report.vanished:
+                    report.deleted_blocks += self.store.mark_deleted(report.vanished)
+            if self.queue is not None:
+                report.rescore_blocks = self._enqueue_null_scores()
+            return report
+
+    def sync_notes(self, notes: Sequence[NoteFile]) -> SyncReport:
+        """Sync these notes, which the watcher saw change, so each is read whatever its size
+        and mtime say (the watch path). ``report.vanished`` lists the blocks they lost that no
+        synced note took over; nothing is marked deleted here."""
+        with self.lock:
+            report = SyncReport()
+            states = self.store.file_states([n.rel for n in notes])
+            removed = self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None)
+            if removed:
+                report.vanished = self.vanished(removed)
+            return report
+
+    def current(self, rel: str) -> SyncedNote | None:
+        """The note at ``rel`` as the store holds it now: the last synced note when its file
+        still looks the same, else read (and synced when its bytes changed); ``None`` when no
+        note is there.
+
+        Raises:
+            ParseError: the note cannot be read (too large, not UTF-8, unreadable).
+        """
+        note = self.vault.note(rel)
+        if note is None:
+            return None
+        with self.lock:
+            recent = self._recent.get(rel)
+            if recent is not None and recent.seen == (note.mtime_ns, note.size):
+                self._recent.move_to_end(rel)
+                return recent
+            state = self.store.file_states([rel]).get(rel)
+            try:
+                content = self.vault.read(note)
+            except FileNotFoundError:
+                return None
+            layout = scan_note(content.text)
+            if state is None or state.sha256 != content.sha256:
+                return self._flush([_Read(note, content, layout)], {}, SyncReport(), False)[0]
+            # The store already holds these bytes: nothing to sync.
+            records = block_records(rel, layout.note)
+            stored = self.store.get_blocks([r.id for r in records])
+            kept = self._originals(rel, records, stored, {})[0]
+            return self._remember(SyncedNote(content, layout, tuple(kept), seen=_stat(note)))
+
+    def written(
+        self, before: SyncedNote, content: NoteContent, layout: NoteLayout, versions: dict[str, int]
+    ) -> SyncedNote:
+        """Record our rewrite of ``before``'s score comments (same blocks, new ``ver``s): the
+        store learns the new file state and versions; no block is synced again."""
+        with self.lock:
+            self.store.record_write(file_state(content), versions)
+            records = tuple(
+                replace(r, version=versions[r.id]) if r.id in versions else r
+                for r in before.records
+            )
+            seen = _stat(content.note)
+            return self._remember(SyncedNote(content, layout, records, seen=seen))
+
+    def forget_note(self, rel: str) -> None:
+        """Drop what is remembered of ``rel`` (its write-back met a changed note)."""
+        with self.lock:
+            self._recent.pop(rel, None)
+
+    def held_ids(self, rel: str) -> set[str] | None:
+        """The block ids the note at ``rel`` holds now (empty when it is gone); ``None`` when
+        it cannot be read, so nothing is decided on the strength of an unreadable note."""
+        note = self.vault.note(rel)
+        if note is None:
+            return set()
+        with self.lock:
+            recent = self._recent.get(rel)
+            if recent is not None and recent.seen == (note.mtime_ns, note.size):
+                return {b.id for b in recent.parsed.blocks}
+        try:
+            content = self.vault.read(note)
+        except FileNotFoundError:
+            return set()
+        except (ParseError, OSError) as exc:
+            log.warning("%s: cannot tell which blocks it holds: %s", rel, exc)
+            return None
+        return {b.id for b in scan_note(content.text).note.blocks}
+
+    def forget(self, paths: Sequence[str]) -> dict[str, str]:
+        """Drop notes that are gone from the store; return their live blocks (id -> note)."""
+        if not paths:
+            return {}
+        with self.lock:
+            for rel in paths:
+                self._recent.pop(rel, None)
+            ids = self.store.forget_files(paths)
+            return {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
+
+    def vanished(self, removed: dict[str, str]) -> dict[str, str]:
+        """The blocks among ``removed`` (id -> note that lost it) no synced note took over."""
+        current = self.store.get_blocks(removed)
+        return {
+            bid: removed[bid]
+            for bid, block in sorted(current.items())
+            if block.deleted_at is None and block.file == removed[bid]
+        }
+
+    def _sync(
+        self,
+        notes: Iterator[NoteFile],
+        states: dict[str, FileState],
+        report: SyncReport,
+        dry_run: bool,
+        look: _Look,
+        progress: Callable[[int], None] | None,
+    ) -> dict[str, str]:
+        owners: dict[str, str] = {}
+        removed: dict[str, str] = {}
+        batch: list[_Read] = []
+
+        def flush() -> None:
+            for note in self._flush(batch, owners, report, dry_run):
+                removed.update(dict.fromkeys(note.removed, note.rel))
+            batch.clear()
+
+        for note in notes:
+            report.files_seen += 1
+            if progress is not None:
+                progress(report.files_seen)
+            read = self._read_if_changed(note, states.get(note.rel), report, dry_run, look)
+            if read is None:
+                continue
+            batch.append(read)
+            if len(batch) >= BATCH_FILES:
+                flush()
+        flush()
+        return removed
+
+    def _read_if_changed(
+        self,
+        note: NoteFile,
+        known: FileState | None,
+        report: SyncReport,
+        dry_run: bool,
+        look: _Look,
+    ) -> _Read | None:
+        if (
+            look is _Look.CHANGED
+            and known is not None
+            and known.mtime_ns != 0
+            and _same_state(known, note)
+        ):
+            return None
+        try:
+            content = self.vault.read(note)
+        except FileNotFoundError:
+            return None
+        except ParseError as exc:
+            log.warning("%s", exc)
+            report.errors.append(str(exc))
+            report.files_unreadable += 1
+            return None
+        report.files_read += 1
+        if look is not _Look.EVERY_NOTE and known is not None and known.sha256 == content.sha256:
+            # The store holds these bytes: it only learns a new mtime, so the next walk skips
+            # the note without reading it (a racily clean mtime is never recorded).
+            if not dry_run and content.note.mtime_ns not in (0, known.mtime_ns):
+                self.store.record_write(file_state(content), {})
+            return None
+        layout = scan_note(content.text)
+        report.files_parsed += 1
+        for problem in layout.note.problems:
+            message = f"{note.rel}:{problem.line}: {problem.message}"
+            log.warning("%s", message)
+            report.errors.append(message)
+        if layout.note.has_markers:
+            report.files_with_markers += 1
+        report.blocks_seen += len(layout.note.blocks)
+        return _Read(note, content, layout)
+
+    def _flush(
+        self, batch: list[_Read], owners: dict[str, str], report: SyncReport, dry_run: bool
+    ) -> list[SyncedNote]:
+        """Enqueue what changed in ``batch`` and sync it in one store call."""
+        if not batch:
+            return []
+        every = {r.note.rel: block_records(r.note.rel, r.layout.note) for r in batch}
+        stored = self.store.get_blocks([b.id for records in every.values() for b in records])
+        dirty: list[Dirty] = []
+        syncs: list[FileSync] = []
+        kept_by_note: list[tuple[_Read, list[BlockRecord], set[str]]] = []
+        for read in batch:
+            rel = read.note.rel
+            kept, skipped = self._originals(rel, every[rel], stored, owners)
+            report.duplicates.extend(skipped)
+            new = {
+                b.id
+                for b in kept
+                if (old := stored.get(b.id)) is None or old.hash != b.hash or old.deleted_at
+            }
+            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in new)
+            if new:
+                report.dirty_files[rel] = report.dirty_files.get(rel, 0) + len(new)
+            syncs.append(FileSync(file_state(read.content), kept))
+            kept_by_note.append((read, kept, new))
+        report.dirty_blocks += len(dirty)
+        if dry_run:
+            return []
+        if self.queue is not None:
+            self.queue.enqueue(dirty)
+        results = self.store.sync_files(syncs)
+        synced = []
+        for (read, kept, new), result in zip(kept_by_note, results, strict=True):
+            note = SyncedNote(read.content, read.layout, tuple(kept), seen=_stat(read.note))
+            # What changed is this sync's news: the note remembered for later takes has none.
+            self._remember(note)
+            synced.append(replace(note, changed=tuple(sorted(new)), removed=result.removed))
+        return synced
+
+    def _originals(
+        self,
+        rel: str,
+        records: list[BlockRecord],
+        stored: dict[str, StoredBlock],
+        owners: dict[str, str],
+    ) -> tuple[list[BlockRecord], list[tuple[str, str, str]]]:
+        """The note's blocks minus copies, numbered again, and the copies skipped.
+
+        A copy is a block whose id another note holds: one the store places in another note
+        that still holds it (the store's copy wins, so a copied paragraph never steals the
+        original's identity; a block whose old note no longer holds it has moved), or one an
+        earlier note of this sync took (``owners``: id -> note).
+        """
+        kept: list[BlockRecord] = []
+        skipped: list[tuple[str, str, str]] = []
+        for r in records:
+            owner = owners.get(r.id)
+            old = stored.get(r.id)
+            if owner is None and old is not None and old.file != rel and old.deleted_at is None:
+                held = self.held_ids(old.file)
+                if held is not None and r.id in held:
+                    owner = owners[r.id] = old.file
+            if owner is not None and owner != rel:
+                log.warning(
+                    "duplicate block id %s in %s and %s; skipped in %s", r.id, owner, rel, rel
+                )
+                skipped.append((r.id, owner, rel))
+                continue
+            owners[r.id] = rel
+            kept.append(r)
+        if not skipped:
+            return kept, skipped
+        return [replace(r, position=i) for i, r in enumerate(kept)], skipped
+
+    def _remember(self, synced: SyncedNote) -> SyncedNote:
+        self._recent[synced.rel] = synced
+        self._recent.move_to_end(synced.rel)
+        while len(self._recent) > RECENT_NOTES:
+            self._recent.popitem(last=False)
+        return synced
+
+    def _enqueue_null_scores(self) -> int:
+        assert self.queue is not None
+        claims = self.store.claims_needing_evaluation()
+        block_ids = sorted({c.block_id for c in claims})
+        blocks = self.store.get_blocks(block_ids)
+        self.queue.enqueue(
+            Dirty(bid, blocks[bid].file, None, "rescore") for bid in block_ids if bid in blocks
+        )
+        return len(block_ids)
+
+
+def _same_state(known: FileState, note: NoteFile) -> bool:
+    return (known.mtime_ns, known.size) == (note.mtime_ns, note.size)
+
+
+def _stat(note: NoteFile) -> tuple[int, int]:
+    return note.mtime_ns, note.size
