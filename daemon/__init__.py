@@ -1,5 +1,6 @@
-"""Orchestration and I/O: CLI, configuration, vault walking, safe writes, resync, watcher,
-durable queue, consumer, HTTP service and Redis consumer."""
+"""All of aclarai's I/O: the CLI, configuration, the vault and its one note-sync path, the
+durable queue, the DirtyBlockConsumer, the file writer, the watch loop, import and the dashboard;
+``service/`` holds the evaluation service (HTTP, the Redis Stream worker, batch evaluation, MCP)."""
 
 from aclarai.daemon.config import Config, load_config
 

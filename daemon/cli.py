@@ -72,7 +72,7 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
         dry_run=args.dry_run,
         reevaluate=args.reevaluate,
         lock_timeout_s=args.wait,
-        progress=terminal_progress("scanning"),
+        progress=terminal_progress("syncing"),
     )
     if sys.stderr.isatty():
         sys.stderr.write("\r")

@@ -41,6 +41,7 @@ from aclarai.agents import (
     Utterance,
     VectorIndex,
 )
+from aclarai.daemon.config import ProcessingSettings, WindowSize
 from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
 from aclarai.daemon.vault import NoteContent, NoteFile
@@ -111,15 +112,6 @@ class DrainStats:
                 setattr(self, name, getattr(self, name) + value)
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerSettings:
-    workers: int = 2
-    batch_size: int = 64
-    window_before: int = 3
-    window_after: int = 1
-    reevaluate: bool = False
-
-
 def needs_evaluation(claim: StoredClaim, block_hash: str) -> bool:
     score = claim.score
     if score is None or score.evaluated_hash != block_hash:
@@ -166,8 +158,10 @@ class DirtyBlockConsumer:
         queue: DurableQueue,
         extractor: ClaimExtractor,
         evaluator: Evaluator,
-        settings: ConsumerSettings | None = None,
+        processing: ProcessingSettings | None = None,
+        window: WindowSize | None = None,
         *,
+        reevaluate: bool = False,
         on_write: Callable[[str, os.stat_result], None] | None = None,
         paused: Callable[[], bool] | None = None,
         index: VectorIndex | None = None,
@@ -177,7 +171,11 @@ class DirtyBlockConsumer:
         self.queue = queue
         self.extractor = extractor
         self.evaluator = evaluator
-        self.settings = settings or ConsumerSettings()
+        self.processing = processing or ProcessingSettings()
+        self.window = window or WindowSize()
+        """``window.claimify``: the blocks before (``p``) and after (``f``) a claim's block."""
+        self.reevaluate = reevaluate
+        """Re-score every claim taken, even one scored against the block's current text."""
         self.on_write = on_write
         self.paused = paused or (lambda: False)
         self.index = index
@@ -196,13 +194,14 @@ class DirtyBlockConsumer:
         """
         total = DrainStats()
         outage = threading.Event()
-        with ThreadPoolExecutor(self.settings.workers, thread_name_prefix="aclarai-worker") as pool:
+        workers = self.processing.workers
+        with ThreadPoolExecutor(workers, thread_name_prefix="aclarai-worker") as pool:
             while (
                 not (stop is not None and stop.is_set())
                 and not outage.is_set()
                 and not self.paused()
             ):
-                entries = self.queue.take(self.settings.batch_size * self.settings.workers)
+                entries = self.queue.take(self.processing.batch_size * workers)
                 if not entries:
                     break
                 by_file: dict[str, list[QueueEntry]] = defaultdict(list)
@@ -336,9 +335,7 @@ class DirtyBlockConsumer:
             for bid in scored
             if bid not in failed
             for claim in claims_by_block[bid]
-            if self.settings.reevaluate
-            or bid in neighbours
-            or needs_evaluation(claim, blocks[bid].hash)
+            if self.reevaluate or bid in neighbours or needs_evaluation(claim, blocks[bid].hash)
         ]
         if pending:
             window = {b.id: self._window_texts(parsed.blocks, b) for b, _ in pending}
@@ -506,7 +503,7 @@ class DirtyBlockConsumer:
         # Blocks come in note order, so their id lines increase: a linear search here made a
         # note's extraction quadratic in its number of blocks.
         index = bisect_left(blocks, block.line, key=attrgetter("line"))
-        p, f = self.settings.window_before, self.settings.window_after
+        p, f = self.window.p, self.window.f
         return ExtractionInput(
             block=Utterance(block.id, block.text),
             before=tuple(Utterance(b.id, b.text) for b in blocks[max(0, index - p) : index]),
@@ -517,7 +514,7 @@ class DirtyBlockConsumer:
         self, blocks: Sequence[Block], changed: set[str], kept: set[str]
     ) -> set[str]:
         """The blocks (of ``kept``) whose window holds a block of ``changed``."""
-        p, f = self.settings.window_before, self.settings.window_after
+        p, f = self.window.p, self.window.f
         ids = [b.id for b in blocks if b.id in kept]
         found: set[str] = set()
         for index, bid in enumerate(ids):

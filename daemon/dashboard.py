@@ -1,7 +1,7 @@
 """The dashboard note: ask the store and the queue, render (pure), write through the one writer.
 
 The note lives in the vault at ``dashboard.path`` (``None`` turns it off) and is excluded from
-the vault's notes (see :func:`aclarai.daemon.factory.build_vault`), so it is never scanned,
+the vault's notes (see :func:`aclarai.daemon.factory.build_vault`), so it is never synced,
 graded or watched. It is written only when something other than its time line changed.
 """
 

@@ -55,7 +55,7 @@ LLM_ENDPOINTS_FILE = "llm-endpoints.json"
 
 
 def build_vault(config: Config, root: Path) -> Vault:
-    # The dashboard note is ours, not the user's: never scanned, graded or watched.
+    # The dashboard note is ours, not the user's: never synced, graded or watched.
     dashboard = config.dashboard.path
     inbox = config.import_.inbox
     return Vault(

@@ -62,13 +62,12 @@ from aclarai.daemon.lock import VaultLock
 from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.resync import (
     ResyncSummary,
-    consumer_settings,
     dry_run_summary,
     format_summary,
     reconcile,
 )
 from aclarai.daemon.systemd import Notifier
-from aclarai.daemon.watcher import Changes, OwnWrites, WatchOptions, watch_vault
+from aclarai.daemon.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.writer import remove_stale_temp_files
 from aclarai.parsers import AclaraiError, ConfigError, utc_now
 
@@ -170,7 +169,9 @@ class _Daemon:
             self.queue,
             self.agents.extractor,
             evaluator,
-            consumer_settings(self.config, reevaluate=reevaluate),
+            self.config.processing,
+            self.config.window.claimify,
+            reevaluate=reevaluate,
             index=self.agents.index,
             on_write=self.own_writes.remember,
             # Stopping counts as paused so a reconcile's drain also ends after its batch.
@@ -188,13 +189,11 @@ class _Daemon:
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         )
         consumer = threading.Thread(target=self._consume, name="aclarai-consumer", daemon=True)
-        w = self.config.watch
-        options = WatchOptions(w.quiet_period_s, w.max_wait_s, w.polling, w.polling_interval_s)
         try:
             consumer.start()
             changes_iter = watch_vault(
                 self.vault,
-                options,
+                self.config.watch,
                 stop_event=self.stop,
                 own_writes=self.own_writes,
                 known_notes=self._known_notes,
@@ -376,7 +375,7 @@ class _Daemon:
         reevaluate: bool = False,
         extra_usage: UsageCounters | None = None,
     ) -> ResyncSummary:
-        """Scan and drain under both locks; ``extra_usage`` counts what ``consumer``'s own
+        """Sync the vault and drain under both locks; ``extra_usage`` counts what ``consumer``'s own
         evaluator spends, when it is not the daemon's."""
         with self.reconcile_lock, self.drain_lock:
             counters = [c for c in (self.agents.usage, extra_usage) if c is not None]

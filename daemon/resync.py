@@ -17,7 +17,7 @@ from pathlib import Path
 
 from aclarai.daemon.adopt import adopt_files
 from aclarai.daemon.config import Config
-from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
+from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.control import UsageRecorder
 from aclarai.daemon.dashboard import DashboardWrite, refresh_dashboard
 from aclarai.daemon.factory import (
@@ -71,16 +71,6 @@ class ResyncSummary:
             return False
         unreadable = self.synced.files_unreadable
         return unreadable == 0 or unreadable < self.synced.files_seen
-
-
-def consumer_settings(config: Config, *, reevaluate: bool = False) -> ConsumerSettings:
-    return ConsumerSettings(
-        workers=config.processing.workers,
-        batch_size=config.processing.batch_size,
-        window_before=config.window.claimify.p,
-        window_after=config.window.claimify.f,
-        reevaluate=reevaluate,
-    )
 
 
 def reconcile(
@@ -171,7 +161,9 @@ def resync(
                         queue,
                         agents.extractor,
                         agents.evaluator,
-                        consumer_settings(config, reevaluate=reevaluate),
+                        config.processing,
+                        config.window.claimify,
+                        reevaluate=reevaluate,
                         index=agents.index,
                     )
                     report, stats = reconcile(

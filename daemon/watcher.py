@@ -34,6 +34,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
+from aclarai.daemon.config import WatchSettings
 from aclarai.daemon.vault import Vault
 
 log = logging.getLogger(__name__)
@@ -46,21 +47,13 @@ _IGNORED_EVENTS = frozenset({"opened", "closed_no_write", "attrib"})
 """Reads and metadata changes never change a note's bytes."""
 
 
-@dataclass(frozen=True, slots=True)
-class WatchOptions:
-    quiet_period_s: float = 3.0
-    """A note is released only after this long without an event."""
-    max_wait_s: float = 60.0
-    """A note still changing after this long is reported once in the log (never forced)."""
-    polling: bool = False
-    polling_interval_s: float = 1.0
-    tick_s: float = 0.05
-    """How often pending notes are checked; also the longest a batch wait blocks."""
+TICK_S = 0.05
+"""How often pending notes are checked; also the longest a batch wait blocks."""
 
-    @property
-    def settle_s(self) -> float:
-        """Least time between the two looks that must agree."""
-        return min(0.1, self.quiet_period_s / 3)
+
+def settle_s(options: WatchSettings) -> float:
+    """Least time between the two looks that must agree."""
+    return min(0.1, options.quiet_period_s / 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +107,7 @@ class Debouncer:
     ``look`` returns a note's file signature, or ``None`` when the path holds no note.
     """
 
-    options: WatchOptions
+    options: WatchSettings
     look: Callable[[str], str | None]
     _pending: dict[str, _Pending] = field(default_factory=dict)
 
@@ -138,7 +131,7 @@ class Debouncer:
         period is over; when the two differ the note changed without an event we saw, and it
         needs another ``settle_s`` of looking the same.
         """
-        settle = self.options.settle_s
+        settle = settle_s(self.options)
         ready: list[tuple[str, str | None]] = []
         for rel, entry in list(self._pending.items()):
             self._warn_if_busy(rel, entry, now)
@@ -224,7 +217,7 @@ class VaultWatcher:
     def __init__(
         self,
         vault: Vault,
-        options: WatchOptions,
+        options: WatchSettings,
         *,
         own_writes: OwnWrites | None = None,
         known_notes: Callable[[str], Iterable[str]] | None = None,
@@ -279,7 +272,7 @@ class VaultWatcher:
         except queue.Empty:
             first = None
         if len(self.debouncer) and first is None:
-            time.sleep(min(timeout_s, self.options.tick_s))
+            time.sleep(min(timeout_s, TICK_S))
         now = time.monotonic()
         if first is not None:
             self._take(*first, now)
@@ -329,7 +322,7 @@ class VaultWatcher:
 
 def watch_vault(
     vault: Vault,
-    options: WatchOptions,
+    options: WatchSettings,
     *,
     stop_event: threading.Event,
     own_writes: OwnWrites | None = None,
@@ -337,7 +330,7 @@ def watch_vault(
 ) -> Iterator[Changes]:
     """Yield settled changes of ``vault`` until ``stop_event`` is set.
 
-    Yields an empty :class:`Changes` at least every ``options.tick_s`` seconds while notes are
+    Yields an empty :class:`Changes` at least every :data:`TICK_S` seconds while notes are
     pending and every quarter second otherwise, so the caller can do periodic work.
     """
     watcher = VaultWatcher(vault, options, own_writes=own_writes, known_notes=known_notes)

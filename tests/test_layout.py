@@ -217,3 +217,46 @@ def test_only_the_neo4j_store_imports_the_driver() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["agents.answers", "agents.llm", "agents.offline", "daemon.service", "parsers.exports"],
+)
+def test_each_subpackage_shows_a_short_public_face(package: str) -> None:
+    module = importlib.import_module(f"aclarai.{package}")
+    assert module.__doc__, f"aclarai.{package} says what it holds"
+    for name in module.__all__:
+        assert hasattr(module, name), f"aclarai.{package}.__all__ names missing {name}"
+
+
+def _calls(path: Path, attribute: str) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == attribute
+        for node in ast.walk(ast.parse(path.read_text()))
+    )
+
+
+def test_only_the_note_sync_path_syncs_notes_to_the_store() -> None:
+    callers = [
+        path.relative_to(ROOT).as_posix()
+        for room in ("parsers", "agents", "daemon")
+        for path in _modules(room)
+        if _calls(path, "sync_files")
+    ]
+    assert callers == ["daemon/notesync.py"]
+
+
+def test_the_watcher_never_reads_a_note() -> None:
+    """It looks at files (stat) and leaves the one read to the note-sync path."""
+    tree = ast.parse((ROOT / "daemon" / "watcher.py").read_text())
+    reads = [
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"read_bytes", "read_text", "open", "read"}
+    ]
+    assert reads == []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
-from aclarai.daemon.config import load_config
-from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer, DrainStats
+from aclarai.daemon.config import ProcessingSettings, load_config
+from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.queue import Dirty, DurableQueue
@@ -128,7 +128,7 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
         evaluator = FixedEvaluator()
         extractor = extractor_class(build_agents(config, state).extractor)
         consumer = DirtyBlockConsumer(
-            notes, queue, extractor, evaluator, ConsumerSettings(workers=1)
+            notes, queue, extractor, evaluator, ProcessingSettings(workers=1)
         )
         rig = Rig(vault, store, queue, notes, consumer, evaluator, extractor)
         rig.notes.sync_vault()
@@ -235,7 +235,7 @@ def test_an_edit_scored_the_same_gets_exactly_one_ver_bump(make_rig) -> None:
 def test_a_rescore_with_equal_scores_writes_nothing(make_rig) -> None:
     rig = make_rig(THREE)
     before = (rig.vault / "n.md").read_bytes()
-    rig.consumer.settings = ConsumerSettings(workers=1, reevaluate=True)
+    rig.consumer.reevaluate = True
     rig.queue.enqueue(Dirty(bid, "n.md", None, "rescore") for bid in "XYZ")
 
     stats = rig.consumer.drain()
@@ -270,7 +270,7 @@ def test_a_failed_reevaluation_of_unchanged_text_keeps_the_comments(make_rig) ->
     rig = make_rig(THREE)
     before = (rig.vault / "n.md").read_bytes()
     rig.evaluator.value = None
-    rig.consumer.settings = ConsumerSettings(workers=1, reevaluate=True)
+    rig.consumer.reevaluate = True
     rig.queue.enqueue([Dirty("X", "n.md", None, "rescore")])
 
     assert rig.consumer.drain().null_scores == 1

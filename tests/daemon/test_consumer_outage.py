@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.daemon.config import load_config
-from aclarai.daemon.consumer import MODEL_DOWN_META, ConsumerSettings, DirtyBlockConsumer
+from aclarai.daemon.config import ProcessingSettings, load_config
+from aclarai.daemon.consumer import MODEL_DOWN_META, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.status import collect_status, format_status
@@ -44,7 +44,7 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
         queue,
         agents.extractor,
         agents.evaluator,
-        ConsumerSettings(workers=1),
+        ProcessingSettings(workers=1),
     )
     try:
         llm_server.responder = responder()

@@ -41,6 +41,7 @@ class Counts:
 
     def counting(self) -> bool:
         return self.on and threading.get_ident() != self.test_thread
+
     reads: int = 0
     parses: int = 0
     syncs: int = 0
@@ -57,7 +58,11 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         return
     counts = _watched[-1]
     path, mode, flags = args
-    if not counts.counting() or not isinstance(path, str | os.PathLike) or os.fspath(path) != counts.path:
+    if (
+        not counts.counting()
+        or not isinstance(path, str | os.PathLike)
+        or os.fspath(path) != counts.path
+    ):
         return
     reading = ("r" in mode) if isinstance(mode, str) else (flags & os.O_ACCMODE) == os.O_RDONLY
     if reading:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from aclarai.agents import EvalItem, Evaluator, Score
-from aclarai.daemon.config import Config, load_config
-from aclarai.daemon.consumer import ConsumerSettings, DirtyBlockConsumer
+from aclarai.daemon.config import Config, ProcessingSettings, load_config
+from aclarai.daemon.consumer import DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.notesync import NoteSync
 from aclarai.daemon.resync import format_summary, resync
@@ -221,7 +221,11 @@ def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
     store, queue = build_store(config, state), build_queue(config, state)
     notes = NoteSync(build_vault(config, vault), store, queue)
     consumer = DirtyBlockConsumer(
-        notes, queue, build_agents(config, state).extractor, evaluator, ConsumerSettings(workers=1)
+        notes,
+        queue,
+        build_agents(config, state).extractor,
+        evaluator,
+        ProcessingSettings(workers=1),
     )
     return notes, consumer, store, queue
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from aclarai.daemon.config import WatchSettings
 from aclarai.daemon.vault import Vault
 from aclarai.daemon.watcher import (
     Changes,
     Debouncer,
     OwnWrites,
     VaultWatcher,
-    WatchOptions,
     file_signature,
     watch_vault,
 )
@@ -42,7 +42,7 @@ class Looks:
 def test_a_note_is_released_once_after_the_quiet_period_and_two_equal_looks() -> None:
     reads = Looks()
     reads.content["a.md"] = "v1"
-    debouncer = Debouncer(WatchOptions(quiet_period_s=3.0), reads)
+    debouncer = Debouncer(WatchSettings(quiet_period_s=3.0), reads)
     for t in (0.0, 1.0, 2.0):  # saves while typing: each restarts the quiet period
         debouncer.touch("a.md", t)
         assert debouncer.step(t + 0.5) == []
@@ -55,7 +55,7 @@ def test_a_note_is_released_once_after_the_quiet_period_and_two_equal_looks() ->
 def test_bytes_that_change_without_an_event_hold_the_note_back() -> None:
     reads = Looks()
     reads.content["a.md"] = "partial"
-    debouncer = Debouncer(WatchOptions(quiet_period_s=1.0), reads)
+    debouncer = Debouncer(WatchSettings(quiet_period_s=1.0), reads)
     debouncer.touch("a.md", 0.0)
     assert debouncer.step(0.2) == []  # first read: "partial"
     reads.content["a.md"] = "complete"
@@ -66,7 +66,7 @@ def test_bytes_that_change_without_an_event_hold_the_note_back() -> None:
 
 def test_a_vanished_note_settles_as_none() -> None:
     reads = Looks()
-    debouncer = Debouncer(WatchOptions(quiet_period_s=0.5), reads)
+    debouncer = Debouncer(WatchSettings(quiet_period_s=0.5), reads)
     debouncer.touch("gone.md", 0.0)
     debouncer.step(0.2)
     assert debouncer.step(0.6) == [("gone.md", None)]
@@ -75,7 +75,7 @@ def test_a_vanished_note_settles_as_none() -> None:
 def test_each_file_has_its_own_quiet_period() -> None:
     reads = Looks()
     reads.content.update({"a.md": "a", "b.md": "b"})
-    debouncer = Debouncer(WatchOptions(quiet_period_s=1.0), reads)
+    debouncer = Debouncer(WatchSettings(quiet_period_s=1.0), reads)
     debouncer.touch("a.md", 0.0)
     debouncer.touch("b.md", 0.0)
     for t in (0.1, 0.5, 0.9):
@@ -91,7 +91,7 @@ def test_a_note_that_never_goes_quiet_is_reported_not_forced(
 ) -> None:
     reads = Looks()
     reads.content["log.md"] = "x"
-    debouncer = Debouncer(WatchOptions(quiet_period_s=1.0, max_wait_s=5.0), reads)
+    debouncer = Debouncer(WatchSettings(quiet_period_s=1.0, max_wait_s=5.0), reads)
     caplog.set_level(logging.WARNING, "aclarai.daemon.watcher")
     t = 0.0
     while t < 8.0:
@@ -126,7 +126,7 @@ def start_watcher(tmp_path: Path, *, polling: bool) -> VaultWatcher:
     root = tmp_path / "vault"
     root.mkdir()
     known: list[str] = []
-    options = WatchOptions(quiet_period_s=QUIET_S, polling=polling, polling_interval_s=0.1)
+    options = WatchSettings(quiet_period_s=QUIET_S, polling=polling, polling_interval_s=0.1)
     w = VaultWatcher(
         Vault(root),
         options,
@@ -301,7 +301,7 @@ def test_watch_vault_yields_until_stopped(tmp_path: Path) -> None:
 
     editor = threading.Thread(target=edit_then_stop)
     editor.start()
-    for changes in watch_vault(Vault(root), WatchOptions(quiet_period_s=0.2), stop_event=stop):
+    for changes in watch_vault(Vault(root), WatchSettings(quiet_period_s=0.2), stop_event=stop):
         seen += changes.touched
     editor.join()
     assert seen == ["a.md"]
