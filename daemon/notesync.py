@@ -147,26 +147,37 @@ class NoteSync:
         dry_run: bool = False,
         force_read: bool = False,
         progress: Callable[[int], None] | None = None,
+        on_batch: Callable[[], bool] | None = None,
     ) -> SyncReport:
         """Sync every note of the vault; forget the notes it no longer holds and mark their
         blocks (and every block no note took over) deleted; queue again the blocks whose
         claims have null scores.
 
         With ``dry_run`` nothing is enqueued or stored: the report says what would change.
-        ``force_read`` ignores the recorded file states (``status --verify``).
+        ``force_read`` ignores the recorded file states (``status --verify``). ``on_batch``
+        runs after each batch of notes is synced, outside the lock: ``resync`` drains the queue
+        there, so the consumer finds every note it takes among the notes just synced. When it
+        returns False the walk stops there (the store went away): nothing is forgotten or
+        marked deleted, and the report covers the notes synced so far.
+
+        The lock is held per batch, not for the whole walk: the watch path may sync a note in
+        between, and the walk then finds it changed since the store's states were loaded and
+        syncs it again, to the same result.
         """
+        report = SyncReport()
+        states = self.store.file_states()
+        seen: set[str] = set()
+
+        def walk() -> Iterator[NoteFile]:
+            for note in self.vault.iter_notes():
+                seen.add(note.rel)
+                yield note
+
+        look = _Look.EVERY_NOTE if force_read else _Look.CHANGED
+        removed = self._sync(walk(), states, report, dry_run, look, progress, on_batch)
+        if removed is None:
+            return report
         with self.lock:
-            report = SyncReport()
-            states = self.store.file_states()
-            seen: set[str] = set()
-
-            def walk() -> Iterator[NoteFile]:
-                for note in self.vault.iter_notes():
-                    seen.add(note.rel)
-                    yield note
-
-            look = _Look.EVERY_NOTE if force_read else _Look.CHANGED
-            removed = self._sync(walk(), states, report, dry_run, look, progress)
             gone = sorted(set(states) - seen)
             if dry_run:
                 report.deleted_blocks += sum(len(self.store.blocks_of_file(p)) for p in gone)
@@ -187,7 +198,9 @@ class NoteSync:
         with self.lock:
             report = SyncReport()
             states = self.store.file_states([n.rel for n in notes])
-            removed = self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None)
+            removed = self._sync(
+                iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None
+            )
             if removed:
                 report.vanished = self.vanished(removed)
             return report
@@ -287,15 +300,21 @@ class NoteSync:
         dry_run: bool,
         look: _Look,
         progress: Callable[[int], None] | None,
-    ) -> dict[str, str]:
+        on_batch: Callable[[], bool] | None,
+    ) -> dict[str, str] | None:
+        """Sync ``notes`` in batches; return the blocks they lost (id -> note), or ``None``
+        when ``on_batch`` stopped the walk."""
         owners: dict[str, str] = {}
         removed: dict[str, str] = {}
         batch: list[_Read] = []
 
-        def flush() -> None:
-            for note in self._flush(batch, owners, report, dry_run):
-                removed.update(dict.fromkeys(note.removed, note.rel))
+        def flush() -> bool:
+            with self.lock:
+                for note in self._flush(batch, owners, report, dry_run):
+                    removed.update(dict.fromkeys(note.removed, note.rel))
+            go_on = not batch or on_batch is None or on_batch()
             batch.clear()
+            return go_on
 
         for note in notes:
             report.files_seen += 1
@@ -305,10 +324,9 @@ class NoteSync:
             if read is None:
                 continue
             batch.append(read)
-            if len(batch) >= BATCH_FILES:
-                flush()
-        flush()
-        return removed
+            if len(batch) >= BATCH_FILES and not flush():
+                return None
+        return removed if flush() else None
 
     def _read_if_changed(
         self,

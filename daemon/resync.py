@@ -81,11 +81,25 @@ def reconcile(
     reevaluate: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[SyncReport, DrainStats]:
-    """Sync the whole vault, then drain the queue: resync and the daemon's reconcile."""
-    report = notes.sync_vault(progress=progress)
-    if reevaluate:
+    """Sync the whole vault and drain the queue: resync and the daemon's reconcile.
+
+    The queue is drained after each batch of notes is synced, while the consumer still holds
+    those notes as synced (no second read or parse), and once more at the end. Once the model
+    endpoint is found unreachable the pass only syncs; once the store is, it stops. Either way
+    the work stays queued.
+    """
+    stats = DrainStats()
+
+    def drain() -> bool:
+        if not (stats.model_outages or stats.store_errors):
+            stats.add(consumer.drain())
+        return not stats.store_errors
+
+    report = notes.sync_vault(progress=progress, on_batch=drain)
+    if reevaluate and not stats.store_errors:
         queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(notes.store))
-    return report, consumer.drain()
+    drain()
+    return report, stats
 
 
 def dry_run_summary(
