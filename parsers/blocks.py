@@ -220,7 +220,10 @@ class _Scanner:
                         pending = []
                 index += 1
                 continue
-            before = _without_comments(line[: marker.start], found.comments[:-1])
+            # An id comment that opens its line has no text and no comment before it.
+            before = (
+                _without_comments(line[: marker.start], found.comments[:-1]) if marker.start else ""
+            )
             own_line = _is_blank(before)
             if not own_line:
                 pending.append(before)
@@ -274,7 +277,8 @@ class _Scanner:
             zone = _zone_line(after, line, found)
             if zone is None:
                 break
-            self._report(after, line, found)
+            if found.comments or found.unterminated_at is not None:  # not an ^anchor line
+                self._report(after, line, found)
             below.append(zone)
             after += 1
         block_id = str(marker.value)

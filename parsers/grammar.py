@@ -40,6 +40,9 @@ _BLOCK_ID = re.compile(r"[A-Za-z0-9_-]+")
 _VERSION = re.compile(r"[0-9]+")
 _SCORE_VALUE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 _ANCHOR = re.compile(r"\s*\^([A-Za-z0-9_-]+)\s*")
+_WRITTEN_ID = re.compile(r"<!-- aclarai:id=([A-Za-z0-9_-]+) ver=(0|[1-9][0-9]{0,8}) -->")
+"""A line that is just an id comment as :func:`format_id_comment` writes it, with a version of at
+most nine digits (so within :data:`MAX_VERSION`): the commonest comment line, and unique."""
 
 MAX_VERSION = 2**31 - 1
 """The largest ``ver`` the grammar accepts (a signed 32-bit integer, what any store holds)."""
@@ -109,6 +112,15 @@ def scan_line(line: str) -> LineComments:
     """
     if "<!--" not in line:
         return NO_COMMENTS
+    if line.startswith("<!-- aclarai:id="):
+        written = _WRITTEN_ID.fullmatch(line)
+        if written is not None:
+            # What _scan finds on such a line, without its general grammar or the cache, where
+            # ids would only push out the score and metadata lines that do repeat.
+            comment = AclaraiComment(
+                CommentKind.ID, 0, len(line), "id", written.group(1), int(written.group(2))
+            )
+            return LineComments((comment,), None)
     if len(line) <= _CACHED_LINE_CHARS:
         return _scan_short_line(line)
     return _scan(line)

@@ -20,13 +20,13 @@ from aclarai.agents.offline.features import (
     NUMBER_WORDS,
     STOPWORDS,
     WEEKDAYS,
-    WORD_PATTERN,
     is_content,
     number_values,
+    sentences_of,
     stem,
     word_set,
+    words_of,
 )
-from aclarai.parsers import split_sentences
 
 RELATIVE_DATES = word_set("yesterday today tomorrow tonight")
 _DATE_WORDS = MONTHS | WEEKDAYS | RELATIVE_DATES
@@ -65,7 +65,7 @@ def coverage(claim: str, source: str) -> Coverage:
     Returns:
         Score 1.0 when the drawn-on sentences hold no verifiable element (nothing to omit).
     """
-    claim_words = list(map(str.lower, WORD_PATTERN.findall(claim)))
+    claim_words = words_of(claim)[1]
     claim_stems = set(map(stem, claim_words))
     claim_numbers = set(chain.from_iterable(map(number_values, claim_words)))
     elements: list[str] = []
@@ -81,7 +81,7 @@ def coverage(claim: str, source: str) -> Coverage:
 # kept for the few most recent sources and sentences.
 @lru_cache(maxsize=128)
 def _elements(sentence: str) -> tuple[str, ...]:
-    words = WORD_PATTERN.findall(sentence)
+    words = words_of(sentence)[0]
     # A capital that opens the sentence counts when the next word is part of a name too.
     opens_name = len(words) > 1 and _is_name_part(words[1], True) and _is_name_part(words[0], True)
     elements: list[str] = []
@@ -113,13 +113,12 @@ def _kind(word: str, later: bool) -> str:
 @lru_cache(maxsize=64)
 def _source_sentences(source: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """Each sentence of ``source`` without its speaker, with the stems of its content words."""
-    sentences = [_without_speaker(s) for s in split_sentences(source)]
+    sentences = [_without_speaker(s) for s in sentences_of(source)]
     return tuple((sentence, _content_stems(sentence)) for sentence in sentences)
 
 
 def _content_stems(sentence: str) -> frozenset[str]:
-    lowered = map(str.lower, WORD_PATTERN.findall(sentence))
-    return frozenset(map(stem, filter(is_content, lowered)))
+    return frozenset(map(stem, filter(is_content, words_of(sentence)[1])))
 
 
 def _drawn_on(claim_stems: set[str], source: str) -> list[str]:

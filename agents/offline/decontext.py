@@ -27,6 +27,7 @@ from aclarai.agents.offline.features import (
     is_content,
     stem,
     word_set,
+    words_of,
 )
 
 _THIRD_PERSON = word_set(
@@ -96,8 +97,7 @@ def decontextualization(
     Returns:
         A score in 0..1 (1: fully self-contained) and the reasons for each penalty.
     """
-    words = WORD_PATTERN.findall(claim)
-    lowered = [w.lower() for w in words]
+    words, lowered = words_of(claim)
     window = tuple(context)
     known_names = _known_names(source, window)
     penalties: list[tuple[float, str]] = []
@@ -122,7 +122,11 @@ def decontextualization(
 
 
 def _word_penalty(
-    i: int, words: list[str], lowered: list[str], antecedent: bool, context: tuple[str, ...]
+    i: int,
+    words: Sequence[str],
+    lowered: Sequence[str],
+    antecedent: bool,
+    context: tuple[str, ...],
 ) -> tuple[float, str] | None:
     word, lower = words[i], lowered[i]
     following = lowered[i + 1] if i + 1 < len(lowered) else ""
@@ -145,7 +149,7 @@ def _word_penalty(
     return None
 
 
-def _dummy_it(lowered: list[str], i: int) -> bool:
+def _dummy_it(lowered: Sequence[str], i: int) -> bool:
     """'it' with no referent: "it is likely that", "it takes", "it seems"."""
     if lowered[i] != "it" or i + 1 >= len(lowered):
         return False
@@ -156,7 +160,7 @@ def _dummy_it(lowered: list[str], i: int) -> bool:
 
 
 def _could_be_antecedent(
-    word: str, lower: str, index: int, words: list[str], known_names: Set[str]
+    word: str, lower: str, index: int, words: Sequence[str], known_names: Set[str]
 ) -> bool:
     if lower in known_names or _has_digit(word):
         return True
@@ -166,7 +170,7 @@ def _could_be_antecedent(
     return previous in {"the", "a", "an"} and is_content(lower)
 
 
-def _anaphoric(noun: str, words: list[str], index: int, context: tuple[str, ...]) -> bool:
+def _anaphoric(noun: str, words: Sequence[str], index: int, context: tuple[str, ...]) -> bool:
     if not noun or not is_content(noun):
         return False
     # "the team at Acme", "the release of v2.3": a qualifier with a name resolves it.
@@ -183,7 +187,7 @@ def _has_digit(word: str) -> bool:
     return not word.isalpha() and any(ch.isdigit() for ch in word)
 
 
-def _has_full_date(lowered: list[str]) -> bool:
+def _has_full_date(lowered: Sequence[str]) -> bool:
     return any(w in MONTHS for w in lowered) or any(w.isdigit() and len(w) == 4 for w in lowered)
 
 

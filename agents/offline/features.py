@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from itertools import pairwise
+from itertools import chain, pairwise
 
 from aclarai.parsers import split_sentences
 
@@ -151,22 +151,56 @@ class SentenceView:
     negated: frozenset[str]
     """Stems of the content words that follow a negation in its clause."""
     numbers: frozenset[str]
+    numeric: frozenset[str]
+    """Content stems that hold a number ("47", "v2.3"), left out where polarity is compared."""
     names: frozenset[str]
     """Content stems of title-case words that are not sentence-initial (names, places)."""
-    chargrams: frozenset[str]
+    lowered: str
+    """The words in lower case, joined by spaces (what the character 4-grams are taken from)."""
 
 
-@dataclass(frozen=True, slots=True)
 class TextView:
-    """One analysed text: its sentences, and the sets a claim is matched against."""
+    """One analysed text: its sentences, and the sets a claim is matched against.
 
-    sentences: tuple[SentenceView, ...]
-    content: frozenset[str]
-    bigrams: frozenset[tuple[str, ...]]
-    trigrams: frozenset[tuple[str, ...]]
-    numbers: frozenset[str]
-    entities: frozenset[str]
-    """Stems of capitalised words that are not sentence-initial (names, places)."""
+    ``entities`` are the stems of capitalised words that are not sentence-initial (names,
+    places). The stem n-grams are only looked up in a source, so they are made when first asked
+    for.
+    """
+
+    __slots__ = ("_bigrams", "_trigrams", "content", "entities", "numbers", "sentences")
+
+    def __init__(
+        self,
+        sentences: tuple[SentenceView, ...],
+        content: frozenset[str],
+        numbers: frozenset[str],
+        entities: frozenset[str],
+    ) -> None:
+        self.sentences = sentences
+        self.content = content
+        self.numbers = numbers
+        self.entities = entities
+        self._bigrams: frozenset[tuple[str, ...]] | None = None
+        self._trigrams: frozenset[tuple[str, ...]] | None = None
+
+    @property
+    def bigrams(self) -> frozenset[tuple[str, ...]]:
+        """Pairs of consecutive stems within a sentence."""
+        if self._bigrams is None:
+            pairs = (pairwise(s.stems) for s in self.sentences)
+            self._bigrams = frozenset(chain.from_iterable(pairs))
+        return self._bigrams
+
+    @property
+    def trigrams(self) -> frozenset[tuple[str, ...]]:
+        """Triples of consecutive stems within a sentence."""
+        if self._trigrams is None:
+            self._trigrams = frozenset(
+                chain.from_iterable(
+                    zip(s.stems, s.stems[1:], s.stems[2:], strict=False) for s in self.sentences
+                )
+            )
+        return self._trigrams
 
 
 def normalise(text: str) -> str:
@@ -179,17 +213,31 @@ def normalise(text: str) -> str:
     return text
 
 
+# Coverage and decontextualization both read a claim's words, and coverage a source
+# sentence's twice.
+@lru_cache(maxsize=16)
+def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words of a text as written, and in lower case."""
+    words = tuple(WORD_PATTERN.findall(text))
+    return words, tuple(map(str.lower, words))
+
+
+# A source is split here and again by coverage, and most sources need no normalising.
+@lru_cache(maxsize=64)
+def sentences_of(text: str) -> tuple[str, ...]:
+    """:func:`~aclarai.parsers.split_sentences` of a text, as a tuple."""
+    return tuple(split_sentences(text))
+
+
 def analyse(text: str) -> TextView:
     """Analyse a text once, so that several claims can be compared with it cheaply."""
     text = normalise(text)
-    parts = [_analyse_sentence(s) for s in split_sentences(text) or [text]]
+    parts = [_analyse_sentence(s) for s in sentences_of(text) or [text]]
     if len(parts) == 1:
         return parts[0]
     return TextView(
         sentences=tuple(part.sentences[0] for part in parts),
         content=frozenset().union(*(part.content for part in parts)),
-        bigrams=frozenset().union(*(part.bigrams for part in parts)),
-        trigrams=frozenset().union(*(part.trigrams for part in parts)),
         numbers=frozenset().union(*(part.numbers for part in parts)),
         entities=frozenset().union(*(part.entities for part in parts)),
     )
@@ -219,6 +267,9 @@ def _analyse_sentence(sentence: str) -> TextView:
         if not content:
             continue
         clauses.append(content)
+        # Most clauses hold no word negation_positions could count, and this says so cheaply.
+        if NEGATIONS.isdisjoint(lowered_part) and "'" not in part and "t" not in lowered_part:
+            continue
         positions = negation_positions(lowered_part)
         if positions and not _is_hedge(lowered_part):
             # A negation governs what follows it: "a season with no trophies" negates
@@ -246,14 +297,13 @@ def _analyse_sentence(sentence: str) -> TextView:
         negations=negations,
         negated=frozenset(negated),
         numbers=frozenset([n for lex in lexemes for n in lex[2]]),
+        numeric=frozenset([c for c in sentence_content if number_values(c)]),
         names=names,
-        chargrams=_chargrams(" ".join(lowered)),
+        lowered=" ".join(lowered),
     )
     return TextView(
         sentences=(view,),
         content=view.content,
-        bigrams=frozenset(pairwise(stems)),
-        trigrams=frozenset(zip(stems, stems[1:], stems[2:], strict=False)),
         numbers=view.numbers,
         entities=entities,
     )
@@ -283,7 +333,7 @@ def pair_features(claim: TextView, source: TextView) -> tuple[float, ...]:
             trigrams_found += _ngram_hits(sentence.stems, 3, source.trigrams)
         sizes.append(len(sentence.content))
         orders.append(_order_agreement(sentence, best))
-        chargram_scores.append(_containment(sentence.chargrams, best.chargrams))
+        chargram_scores.append(_chargram_containment(sentence.lowered, best.lowered))
         aligned = aligned_shared / len(sentence.content)
         # Polarity only means something when the claim restates the aligned sentence.
         if aligned >= _RESTATES and polarity_flipped(sentence, best):
@@ -319,13 +369,13 @@ def contradiction(claim: TextView, source: TextView) -> str | None:
     ("with Bosch on Monday" against "with Siemens on Monday").
     """
     for sentence in claim.sentences:
-        core = _without_numbers(sentence.content)
+        core = sentence.content - sentence.numeric
         if not core:
             continue
         best = best_aligned(sentence, source)
         # Numbers are left out so that a swapped number still counts as a restatement, and only
         # the source clauses the claim draws on count, so "X and it is stable now" restates X.
-        drawn_on = _without_numbers(frozenset().union(*(c for c in best.clauses if c & core)))
+        drawn_on = frozenset().union(*(c for c in best.clauses if c & core)) - best.numeric
         # A name swapped for one the source never mentions still counts as restated.
         swapped = _swapped_names(sentence.names - source.content, best.names - sentence.content)
         shared = len(core & best.content) + swapped
@@ -350,7 +400,7 @@ def _swapped_names(added: frozenset[str], dropped: frozenset[str]) -> int:
 
 def polarity_flipped(claim: SentenceView, source: SentenceView) -> bool:
     """Whether exactly one side negates the (non-numeric) content the two sentences share."""
-    shared = _without_numbers(claim.content & source.content)
+    shared = (claim.content & source.content) - claim.numeric
     return bool(claim.negated & shared) != bool(source.negated & shared)
 
 
@@ -441,10 +491,6 @@ def _lexeme(word: str) -> _Lexeme:
     return stemmed, stemmed if is_content(word) else None, number_values(word)
 
 
-def _without_numbers(stems: frozenset[str]) -> frozenset[str]:
-    return frozenset([c for c in stems if not number_values(c)])
-
-
 def count_negations(lowered: list[str]) -> int:
     """Negation words in a list of lower-case words."""
     return len(negation_positions(lowered))
@@ -468,13 +514,23 @@ def _is_hedge(clause: list[str]) -> bool:
     return bool(_FIRST_PERSON.intersection(clause)) and bool(_COGNITION.intersection(clause))
 
 
-def _chargrams(text: str) -> frozenset[str]:
-    padded = f" {text} "
+def _chargrams(padded: str) -> frozenset[str]:
     return frozenset(map("".join, zip(*(padded[i:] for i in range(_CHARGRAM)), strict=False)))
 
 
-def _containment(part: frozenset[str], whole: frozenset[str]) -> float:
-    return len(part & whole) / len(part) if part else 0.0
+def _chargram_containment(part: str, whole: str) -> float:
+    """Share of the character 4-grams of ``part`` that are also 4-grams of ``whole`` (both
+    padded with a space).
+
+    A 4-gram of ``whole`` is exactly a 4-character substring of it, so ``whole``'s own set of
+    4-grams, which costs more to build than the search, is never needed.
+    """
+    padded_part, padded = f" {part} ", f" {whole} "
+    if padded_part in padded:
+        # Claims often restate a sentence word for word: every 4-gram is found.
+        return 1.0 if len(padded_part) >= _CHARGRAM else 0.0
+    grams = _chargrams(padded_part)
+    return sum(map(padded.__contains__, grams)) / len(grams) if grams else 0.0
 
 
 def _ngram_precision(stems: tuple[str, ...], n: int, pool: frozenset[tuple[str, ...]]) -> float:

@@ -6,6 +6,8 @@ import pytest
 
 from aclarai.agents.offline.features import (
     FEATURE_NAMES,
+    _chargram_containment,
+    _chargrams,
     analyse,
     contradiction,
     number_values,
@@ -85,3 +87,19 @@ def test_feature_vector_matches_the_names_and_rewards_overlap() -> None:
     assert dict(zip(FEATURE_NAMES, swap, strict=True))["trigram_precision"] < 1.0
     assert dict(zip(FEATURE_NAMES, other, strict=True))["unmatched_numbers"] == 1.0
     assert dict(zip(FEATURE_NAMES, other, strict=True))["unmatched_entities"] >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("part", "whole"),
+    [
+        ("the outage lasted 47 minutes", "the outage lasted 47 minutes and took checkout down"),
+        ("the outage lasted 47 minutes", "the outage lasted 12 minutes"),
+        ("paris hosted the games", "the tabaci river is a tributary"),
+        ("x", "x y"),
+        ("", "anything"),
+    ],
+)
+def test_chargram_containment_is_the_share_of_shared_4grams(part: str, whole: str) -> None:
+    grams, found_in = _chargrams(f" {part} "), _chargrams(f" {whole} ")
+    expected = len(grams & found_in) / len(grams) if grams else 0.0
+    assert _chargram_containment(part, whole) == expected

@@ -15,6 +15,7 @@ from aclarai.parsers import (
 )
 from aclarai.parsers.grammar import (
     MAX_VERSION,
+    _scan,
     decode_metadata_value,
     format_score_value,
     is_block_id,
@@ -229,3 +230,20 @@ def test_long_lines_scan_like_short_ones() -> None:
         (CommentKind.ID, "blk-long", 2, len(prefix))
     ]
     assert scan_line(prefix + "<!-- plain -->") == scan_line("<!-- plain -->")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "<!-- aclarai:id=blk-q1w2e3 ver=1 -->",
+        "<!-- aclarai:id=blk-1 ver=0 -->",
+        "<!-- aclarai:id=a-- ver=999999999 -->",
+        "<!-- aclarai:id=blk-1 ver=2147483647 -->",
+        "<!-- aclarai:id=blk-1 ver=2147483648 -->",
+        "<!-- aclarai:id=blk-1 ver=007 -->",
+        "<!-- aclarai:id=blk-1 ver=1 --> <!-- aclarai:id=blk-2 ver=1 -->",
+        "<!-- aclarai:id=blk-1 ver=1 -->\r",
+    ],
+)
+def test_written_id_lines_scan_as_the_general_grammar_does(line: str) -> None:
+    assert scan_line(line) == _scan(line)
