@@ -29,7 +29,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from aclarai.agents import (
@@ -377,7 +377,15 @@ class DirtyBlockConsumer:
             )
             for (b, c), s in zip(pending, scores, strict=True):
                 log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
-            claims_by_block = self.store.claims_of_blocks(scored)
+            if written == len(records_out):
+                # The store holds exactly what was sent: no need to read it back.
+                fresh = {(r.claim_id, r.block_id): r for r in records_out}
+                claims_by_block = {
+                    bid: [replace(c, score=fresh.get((c.id, bid), c.score)) for c in claims]
+                    for bid, claims in claims_by_block.items()
+                }
+            else:
+                claims_by_block = self.store.claims_of_blocks(scored)
 
         if to_extract or pending:
             self._model_answered()
