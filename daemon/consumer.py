@@ -290,7 +290,7 @@ class DirtyBlockConsumer:
             log.info("model endpoint answers again; queued work resumes")
 
     def _process_file(self, rel: str, entries: list[QueueEntry], stats: DrainStats) -> None:
-        synced = self.notes.current(rel)
+        synced = self.notes.current(rel, {e.block_id for e in entries})
         if synced is None:
             self._requeue_moved(entries)
             return

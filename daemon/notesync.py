@@ -20,7 +20,7 @@ import enum
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from aclarai.daemon.queue import Dirty, DurableQueue
@@ -140,6 +140,10 @@ class NoteSync:
         self.lock = threading.RLock()
         """Held by every sync, so a note is never synced by two threads at once."""
         self._recent: OrderedDict[str, SyncedNote] = OrderedDict()
+        self._lost: dict[str, str] = {}
+        """Blocks that syncs made for the consumer found gone from their note (id -> note),
+        handed to the next report's ``vanished``: the store still places them there, and the
+        note's bytes now match the store, so no later sync would report them."""
 
     def sync_vault(
         self,
@@ -183,6 +187,7 @@ class NoteSync:
                 report.deleted_blocks += sum(len(self.store.blocks_of_file(p)) for p in gone)
                 return report
             removed.update(self.forget(gone))
+            removed.update(self.take_lost())
             if removed:
                 report.vanished = self.vanished(removed)
                 if report.vanished:
@@ -198,17 +203,26 @@ class NoteSync:
         with self.lock:
             report = SyncReport()
             states = self.store.file_states([n.rel for n in notes])
-            removed = self._sync(
-                iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None
+            removed = (
+                self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None)
+                or {}
             )
+            removed.update(self.take_lost())
             if removed:
                 report.vanished = self.vanished(removed)
             return report
 
-    def current(self, rel: str) -> SyncedNote | None:
+    def take_lost(self) -> dict[str, str]:
+        """The blocks the consumer's syncs found gone from their notes since the last call."""
+        with self.lock:
+            lost, self._lost = self._lost, {}
+            return lost
+
+    def current(self, rel: str, in_flight: Collection[str] = ()) -> SyncedNote | None:
         """The note at ``rel`` as the store holds it now: the last synced note when its file
         still looks the same, else read (and synced when its bytes changed); ``None`` when no
-        note is there.
+        note is there. Blocks of ``in_flight`` (the caller is processing them) are not queued
+        again when they changed.
 
         Raises:
             ParseError: the note cannot be read (too large, not UTF-8, unreadable).
@@ -228,7 +242,11 @@ class NoteSync:
                 return None
             layout = scan_note(content.text)
             if state is None or state.sha256 != content.sha256:
-                return self._flush([_Read(note, content, layout)], {}, SyncReport(), False)[0]
+                [synced] = self._flush(
+                    [_Read(note, content, layout)], {}, SyncReport(), False, in_flight
+                )
+                self._lost.update(dict.fromkeys(synced.removed, rel))
+                return synced
             # The store already holds these bytes: nothing to sync.
             records = block_records(rel, layout.note)
             stored = self.store.get_blocks([r.id for r in records])
@@ -239,8 +257,18 @@ class NoteSync:
         self, before: SyncedNote, content: NoteContent, layout: NoteLayout, versions: dict[str, int]
     ) -> SyncedNote:
         """Record our rewrite of ``before``'s score comments (same blocks, new ``ver``s): the
-        store learns the new file state and versions; no block is synced again."""
+        store learns the new file state and versions; no block is synced again.
+
+        If the store was synced to other bytes meanwhile (an edit the user then undid, so the
+        conditional write went through), the written note is synced in full instead.
+        """
         with self.lock:
+            state = self.store.file_states([before.rel]).get(before.rel)
+            if state is None or state.sha256 != before.content.sha256:
+                read = _Read(content.note, content, layout)
+                [synced] = self._flush([read], {}, SyncReport(), False)
+                self._lost.update(dict.fromkeys(synced.removed, synced.rel))
+                return synced
             self.store.record_write(file_state(content), versions)
             records = tuple(
                 replace(r, version=versions[r.id]) if r.id in versions else r
@@ -304,13 +332,15 @@ class NoteSync:
     ) -> dict[str, str] | None:
         """Sync ``notes`` in batches; return the blocks they lost (id -> note), or ``None``
         when ``on_batch`` stopped the walk."""
-        owners: dict[str, str] = {}
         removed: dict[str, str] = {}
         batch: list[_Read] = []
 
         def flush() -> bool:
+            # Duplicates are told apart per batch: across batches the store knows where the
+            # earlier note put a block, and the note may have changed since (the lock is not
+            # held between batches).
             with self.lock:
-                for note in self._flush(batch, owners, report, dry_run):
+                for note in self._flush(batch, {}, report, dry_run):
                     removed.update(dict.fromkeys(note.removed, note.rel))
             go_on = not batch or on_batch is None or on_batch()
             batch.clear()
@@ -354,11 +384,15 @@ class NoteSync:
             return None
         report.files_read += 1
         if look is not _Look.EVERY_NOTE and known is not None and known.sha256 == content.sha256:
-            # The store holds these bytes: it only learns a new mtime, so the next walk skips
-            # the note without reading it (a racily clean mtime is never recorded).
-            if not dry_run and content.note.mtime_ns not in (0, known.mtime_ns):
-                self.store.record_write(file_state(content), {})
-            return None
+            with self.lock:
+                # ``known`` may be older than a sync the watch path made since it was loaded.
+                fresh = self.store.file_states([note.rel]).get(note.rel)
+                if fresh is not None and fresh.sha256 == content.sha256:
+                    # The store holds these bytes: it only learns a new mtime, so the next walk
+                    # skips the note without reading it (a racily clean mtime is never recorded).
+                    if not dry_run and content.note.mtime_ns not in (0, fresh.mtime_ns):
+                        self.store.record_write(file_state(content), {})
+                    return None
         layout = scan_note(content.text)
         report.files_parsed += 1
         for problem in layout.note.problems:
@@ -371,9 +405,14 @@ class NoteSync:
         return _Read(note, content, layout)
 
     def _flush(
-        self, batch: list[_Read], owners: dict[str, str], report: SyncReport, dry_run: bool
+        self,
+        batch: list[_Read],
+        owners: dict[str, str],
+        report: SyncReport,
+        dry_run: bool,
+        in_flight: Collection[str] = (),
     ) -> list[SyncedNote]:
-        """Enqueue what changed in ``batch`` and sync it in one store call."""
+        """Enqueue what changed in ``batch`` (but ``in_flight``) and sync it in one store call."""
         if not batch:
             return []
         every = {r.note.rel: block_records(r.note.rel, r.layout.note) for r in batch}
@@ -390,7 +429,7 @@ class NoteSync:
                 for b in kept
                 if (old := stored.get(b.id)) is None or old.hash != b.hash or old.deleted_at
             }
-            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in new)
+            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in new - set(in_flight))
             if new:
                 report.dirty_files[rel] = report.dirty_files.get(rel, 0) + len(new)
             syncs.append(FileSync(file_state(read.content), kept))

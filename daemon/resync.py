@@ -99,6 +99,14 @@ def reconcile(
     if reevaluate and not stats.store_errors:
         queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(notes.store))
     drain()
+    # Blocks the last drain's syncs found gone (a note edited during the pass): a whole pass
+    # marks them deleted like the ones its walk found.
+    lost = notes.take_lost()
+    if lost and not stats.store_errors:
+        vanished = notes.vanished(lost)
+        report.vanished.update(vanished)
+        if vanished:
+            report.deleted_blocks += notes.store.mark_deleted(vanished)
     return report, stats
 
 

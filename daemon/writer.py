@@ -45,7 +45,9 @@ def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.s
     """Replace ``path`` with ``data`` if its bytes still hash to ``expected_sha256``.
 
     Returns the note's stat taken right after the rename, so the caller can record exactly the
-    state it wrote.
+    state it wrote (its signature recognises our own write). If another write landed between
+    the rename and that stat, the temp file's own stat is returned instead: it matches nothing
+    on disk, so that write is never taken for ours.
 
     Raises:
         WriteConflict: the note changed (or vanished) since it was read; nothing was written.
@@ -65,8 +67,11 @@ def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.s
         # keystroke as small as the filesystem allows.
         if sha256_bytes(path.read_bytes()) != expected_sha256:
             raise WriteConflict(f"{path} changed while writing, will retry", path=path)
+        ours = tmp.stat()
         os.replace(tmp, path)
         written = path.stat()
+        if _identity(written) != _identity(ours):
+            written = ours
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -150,6 +155,11 @@ def _write_temp(path: Path, data: bytes, mode: int, *, fsync: bool = True) -> Pa
             tmp.unlink()
         raise
     return tmp
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    """What a rename keeps of a file (its ctime changes)."""
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _fsync_dir(folder: Path) -> None:
