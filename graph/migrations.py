@@ -87,6 +87,18 @@ def m004_edges_by_quality(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX edges_quality ON edges (quality) WHERE quality IS NOT NULL")
 
 
+ALL_SCORED = (
+    "evaluated_hash IS NOT NULL AND entailed_score IS NOT NULL AND coverage_score IS NOT NULL "
+    "AND decontextualization_score IS NOT NULL"
+)
+"""An edge scored with three values (SQLite matches a partial index only on these words)."""
+NULL_SCORED = (
+    "evaluated_hash IS NOT NULL AND (entailed_score IS NULL OR coverage_score IS NULL "
+    "OR decontextualization_score IS NULL)"
+)
+"""An edge evaluated with at least one failed (null) score."""
+
+
 # Every stamp column, by table.
 _STAMP_COLUMNS = (
     ("blocks", "updated_at"),
@@ -107,12 +119,21 @@ def m005_utc_stamps(conn: sqlite3.Connection) -> None:
         )
 
 
+def m006_edges_by_score_state(conn: sqlite3.Connection) -> None:
+    # ``counts`` (every resync's summary, ``aclarai status``) counts the distinct claims that are
+    # scored and those with a null score: without these it sorts every claim id, most of an
+    # unchanged resync's time. The WHERE clauses are the ones ``counts`` uses, word for word.
+    conn.execute(f"CREATE INDEX edges_scored ON edges (claim_id) WHERE {ALL_SCORED}")
+    conn.execute(f"CREATE INDEX edges_null_score ON edges (claim_id) WHERE {NULL_SCORED}")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
     m003_edges_by_block,
     m004_edges_by_quality,
     m005_utc_stamps,
+    m006_edges_by_score_state,
 )
 
 

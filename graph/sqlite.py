@@ -45,7 +45,7 @@ from aclarai.graph.base import (
     check_file_syncs,
     check_limit,
 )
-from aclarai.graph.migrations import migrate
+from aclarai.graph.migrations import ALL_SCORED, NULL_SCORED, migrate
 from aclarai.parsers import (
     SCORE_NAMES,
     ClaimRef,
@@ -536,10 +536,8 @@ class SqliteStore(GraphStore):
                 " (SELECT count(*) FROM blocks WHERE deleted_at IS NULL),"
                 " (SELECT count(*) FROM blocks WHERE deleted_at IS NOT NULL),"
                 " (SELECT count(*) FROM claims),"
-                " (SELECT count(DISTINCT claim_id) FROM edges e"
-                f"   WHERE e.evaluated_hash IS NOT NULL AND NOT {_ANY_NULL_SCORE}),"
-                " (SELECT count(DISTINCT claim_id) FROM edges e"
-                f"   WHERE e.evaluated_hash IS NOT NULL AND {_ANY_NULL_SCORE}),"
+                f" (SELECT count(DISTINCT claim_id) FROM edges WHERE {ALL_SCORED}),"
+                f" (SELECT count(DISTINCT claim_id) FROM edges WHERE {NULL_SCORED}),"
                 " (SELECT count(DISTINCT e.claim_id) FROM edges e"
                 "   JOIN blocks b ON b.id = e.block_id"
                 "   WHERE b.deleted_at IS NULL AND e.quality < ?)",

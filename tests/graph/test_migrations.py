@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.graph import SqliteStore
+from aclarai.graph import SqliteStore, migrations
 from aclarai.graph.migrations import MIGRATIONS, MIGRATIONS_TABLE, applied_migrations, migrate
 from aclarai.parsers import StoreError
 from tests.graph.builders import claim, note, score
@@ -197,5 +197,23 @@ def test_stamps_of_an_older_database_are_rewritten_to_utc_seconds_with_z(tmp_pat
         stamps = [at for (at,) in check.execute(f"SELECT applied_at FROM {MIGRATIONS_TABLE}")]
     finally:
         check.close()
-    assert stamps[:-1] == ["2024-06-01T08:00:00Z"] * (len(ALL_NAMES) - 1)
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamps[-1])
+    before = ALL_NAMES.index("m005_utc_stamps")
+    assert stamps[:before] == ["2024-06-01T08:00:00Z"] * before
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", at) for at in stamps[before:])
+
+
+@pytest.mark.parametrize(
+    ("where", "index"), [("ALL_SCORED", "edges_scored"), ("NULL_SCORED", "edges_null_score")]
+)
+def test_counting_scored_and_failed_claims_reads_a_partial_index(
+    conn: sqlite3.Connection, where: str, index: str
+) -> None:
+    """An unchanged resync's summary counts these on every run: the planner must use the
+    index, not sort every claim id (which it does the moment the WHERE clause drifts)."""
+    migrate(conn)
+    clause = getattr(migrations, where)
+    plan = conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT count(DISTINCT claim_id) FROM edges WHERE {clause}"
+    ).fetchall()
+    assert any(f"USING INDEX {index}" in row[-1] for row in plan), plan
+    assert not any("TEMP B-TREE" in row[-1] for row in plan), plan
