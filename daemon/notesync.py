@@ -429,7 +429,8 @@ class NoteSync:
                 for b in kept
                 if (old := stored.get(b.id)) is None or old.hash != b.hash or old.deleted_at
             }
-            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in new - set(in_flight))
+            queue_now = new.difference(in_flight)
+            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in queue_now)
             if new:
                 report.dirty_files[rel] = report.dirty_files.get(rel, 0) + len(new)
             syncs.append(FileSync(file_state(read.content), kept))
