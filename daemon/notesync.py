@@ -83,9 +83,6 @@ class SyncedNote:
     def parsed(self) -> ParsedNote:
         return self.layout.note
 
-    def holds(self, block_id: str) -> bool:
-        return any(r.id == block_id for r in self.records)
-
 
 def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
     return [

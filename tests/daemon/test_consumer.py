@@ -3,6 +3,7 @@ describe the block's current text, and one failing block fails alone."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -10,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+import aclarai.daemon.notesync as notesync
+import aclarai.daemon.writer as writer
 from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
 from aclarai.daemon.config import ProcessingSettings, load_config
 from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.notesync import NoteSync
+from aclarai.daemon.notesync import NoteSync, SyncReport
 from aclarai.daemon.queue import Dirty, DurableQueue
+from aclarai.daemon.watcher import OwnWrites, note_signature
 from aclarai.graph import GraphStore
 from aclarai.parsers import EvaluationError, parse_note
 
@@ -82,9 +86,10 @@ class Rig:
     evaluator: FixedEvaluator
     extractor: FlakyExtractor
 
-    def settle(self, *rels: str) -> None:
+    def settle(self, *rels: str) -> SyncReport:
         """What the watcher does once a note is quiet: sync it and enqueue what changed."""
-        self.notes.sync_notes([n for rel in rels if (n := self.notes.vault.note(rel)) is not None])
+        notes = [n for rel in rels if (n := self.notes.vault.note(rel)) is not None]
+        return self.notes.sync_notes(notes)
 
     def drain_all(self) -> None:
         """Drain until nothing is left, waiting out backoffs (the daemon's run loop)."""
@@ -111,11 +116,14 @@ class Rig:
 
 @pytest.fixture
 def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    """``make_rig(files, extractor_class=FlakyExtractor)``: a vault scanned and drained once."""
+    """``make_rig(files, extractor_class=FlakyExtractor, on_write=None)``: a vault synced and
+    drained once."""
     made: list[Rig] = []
 
     def create(
-        files: dict[str, str], extractor_class: type[FlakyExtractor] = FlakyExtractor
+        files: dict[str, str],
+        extractor_class: type[FlakyExtractor] = FlakyExtractor,
+        on_write: Callable[[str, os.stat_result], None] | None = None,
     ) -> Rig:
         vault = tmp_path / "vault"
         vault.mkdir()
@@ -128,7 +136,7 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
         evaluator = FixedEvaluator()
         extractor = extractor_class(build_agents(config, state).extractor)
         consumer = DirtyBlockConsumer(
-            notes, queue, extractor, evaluator, ProcessingSettings(workers=1)
+            notes, queue, extractor, evaluator, ProcessingSettings(workers=1), on_write=on_write
         )
         rig = Rig(vault, store, queue, notes, consumer, evaluator, extractor)
         rig.notes.sync_vault()
@@ -321,3 +329,191 @@ def test_an_edit_scored_the_same_after_an_outage_still_gets_its_ver_bump(make_ri
     rig.queue.make_due()
     rig.consumer.drain()
     assert rig.block("n.md", "X") == (3, SCORED)
+
+
+# --- races between the note-sync path's callers and a user editing meanwhile -----------------
+# The user's edit runs at the exact moment each race needs (between two batches of a walk,
+# during a model call, right after our rename). Each ends with the store in step with the note,
+# nothing deleted that a note holds, and one extraction per edit.
+
+
+def block(text: str, bid: str) -> str:
+    return f"{text}\n<!-- aclarai:id={bid} ver=1 -->\n^{bid}\n\n"
+
+
+def age(path: Path, by_s: float = 10.0) -> None:
+    """Set the file's mtime back, out of the racy window, so a read records it."""
+    t = time.time_ns() - int(by_s * 1e9)
+    os.utime(path, ns=(t, t))
+
+
+def test_a_block_moved_between_two_batches_of_a_walk_is_not_deleted(
+    make_rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk saw X in a.md; the watch path then synced its move to b.md: b.md's X is the
+    block itself, not a copy, and stays live."""
+    monkeypatch.setattr(notesync, "BATCH_FILES", 1)
+    r = make_rig(
+        {
+            "a.md": block("alice: The deploy failed on Tuesday.", "X")
+            + block("bob: ok then.", "Y"),
+            "b.md": block("carol: The build is green.", "Z"),
+        }
+    )
+    a, b = r.vault / "a.md", r.vault / "b.md"
+    a.write_text(a.read_text().replace("ok then", "fine then"))  # so the walk parses a.md
+    age(a)
+    moved = False
+
+    def between_batches() -> bool:
+        nonlocal moved
+        if not moved:
+            moved = True
+            text = a.read_text()
+            start, end = text.index("alice:"), text.index("^X\n\n") + len("^X\n\n")
+            a.write_text(text[:start] + text[end:])
+            b.write_text(b.read_text() + text[start:end])
+            r.settle("a.md", "b.md")
+            assert r.store.get_blocks(["X"])["X"].file == "b.md"
+        return True
+
+    r.notes.sync_vault(on_batch=between_batches)
+    assert "X" in {blk.id for blk in parse_note(b.read_text()).blocks}
+    assert r.store.get_blocks(["X"])["X"].deleted_at is None
+
+
+def test_an_edit_undone_between_two_batches_of_a_walk_leaves_the_store_on_the_note(
+    make_rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk loaded b.md's state before the watch path synced an edit the user then undid:
+    the walk's matching hash is checked against the store's state of now, not of then."""
+    monkeypatch.setattr(notesync, "BATCH_FILES", 1)
+    r = make_rig(
+        {
+            "a.md": block("alice: The deploy failed on Tuesday.", "X"),
+            "b.md": block("carol: The build is green.", "Z"),
+        }
+    )
+    a, b = r.vault / "a.md", r.vault / "b.md"
+    age(b)
+    r.notes.sync_vault()  # records b.md's mtime
+    before = b.read_bytes()
+    a.write_text(a.read_text().replace("Tuesday", "Monday"))
+    done = False
+
+    def between_batches() -> bool:
+        nonlocal done
+        if not done:
+            done = True
+            b.write_text(before.decode().replace("green", "red"))
+            age(b)
+            r.settle("b.md")
+            b.write_bytes(before)  # undone before the watcher settles it
+            age(b, 5.0)
+        return True
+
+    r.notes.sync_vault(on_batch=between_batches)
+    r.settle("b.md")
+    r.consumer.drain()
+    r.notes.sync_vault()
+    r.consumer.drain()
+    on_disk = {blk.id: blk for blk in parse_note(b.read_text()).blocks}["Z"]
+    assert r.store.get_blocks(["Z"])["Z"].hash == on_disk.hash
+
+
+def test_an_edit_undone_during_the_model_call_leaves_the_store_on_the_note(
+    make_rig: Callable[..., Rig],
+) -> None:
+    """The conditional write goes through (the bytes are back to what was read), while the
+    store was synced to the undone edit meanwhile: the write-back syncs the note in full."""
+    own = OwnWrites()
+    r = make_rig(
+        {"n.md": block("alice: The deploy failed on Tuesday.", "X")}, on_write=own.remember
+    )
+    n = r.vault / "n.md"
+    n.write_text(n.read_text().replace("Tuesday", "Wednesday"))
+    r.settle("n.md")
+    read = n.read_bytes()
+
+    def user() -> None:
+        n.write_text(read.decode().replace("Wednesday", "Friday"))
+        r.settle("n.md")
+        n.write_bytes(read)
+
+    r.evaluator.before_next = user
+    assert r.consumer.drain().files_written >= 1
+    # The watcher drops the write-back's echo as our own: nothing else repairs the store.
+    assert own.is_own("n.md", note_signature(r.notes.vault, "n.md"))
+    on_disk = {blk.id: blk for blk in parse_note(n.read_text()).blocks}["X"]
+    assert r.store.get_blocks(["X"])["X"].hash == on_disk.hash
+    for _ in range(2):
+        assert r.notes.sync_vault().rescore_blocks == 0
+        assert r.consumer.drain().claims_evaluated == 0
+
+
+def test_a_user_save_right_after_our_rename_is_not_taken_for_our_write(
+    make_rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = OwnWrites()
+    r = make_rig(
+        {"n.md": block("alice: The deploy failed on Tuesday.", "X")}, on_write=own.remember
+    )
+    n = r.vault / "n.md"
+    n.write_text(n.read_text().replace("Tuesday", "Wednesday"))
+    r.settle("n.md")
+    real_replace = os.replace
+
+    def replace_then_user_saves(src: str, dst: str) -> None:
+        real_replace(src, dst)
+        with open(dst, "r+b") as f:  # saved in place, as Obsidian does: same inode
+            data = f.read().replace(b"Wednesday", b"Thursday")
+            f.seek(0)
+            f.write(data)
+            f.truncate()
+
+    monkeypatch.setattr(writer.os, "replace", replace_then_user_saves)
+    r.consumer.drain()
+    monkeypatch.setattr(writer.os, "replace", real_replace)
+    assert "Thursday" in n.read_text()
+    assert not own.is_own("n.md", note_signature(r.notes.vault, "n.md"))
+
+
+def test_a_queued_block_edited_again_before_its_take_is_extracted_once(
+    make_rig: Callable[..., Rig],
+) -> None:
+    r = make_rig({"n.md": block("alice: The deploy failed on Tuesday.", "X")})
+    calls: list[str] = []
+    inner = r.extractor.extract_each
+
+    def counting(inputs: Sequence[ExtractionInput]) -> list[list[Claim] | EvaluationError]:
+        calls.extend(i.block.block_id for i in inputs)
+        return inner(inputs)
+
+    r.extractor.extract_each = counting  # type: ignore[method-assign]
+    n = r.vault / "n.md"
+    n.write_text(n.read_text().replace("Tuesday", "Wednesday"))
+    r.settle("n.md")
+    n.write_text(n.read_text().replace("Wednesday", "Thursday"))  # not settled yet
+    r.consumer.drain()
+    r.consumer.drain()
+    assert calls == ["X"]
+
+
+def test_a_block_deleted_before_the_consumer_takes_its_note_becomes_a_delete_candidate(
+    make_rig: Callable[..., Rig],
+) -> None:
+    """The consumer's sync of the note is the one that sees Y gone; the watch path then finds
+    the store already holding the note's bytes, and still reports Y."""
+    r = make_rig(
+        {
+            "n.md": block("alice: The deploy failed on Tuesday.", "X")
+            + block("bob: Rolled back.", "Y")
+        }
+    )
+    n = r.vault / "n.md"
+    n.write_text(n.read_text().replace("Tuesday", "Wednesday"))
+    r.settle("n.md")
+    text = n.read_text()
+    n.write_text(text[: text.index("bob:")])  # Y deleted, not settled yet
+    r.consumer.drain()
+    assert r.settle("n.md").vanished == {"Y": "n.md"}
