@@ -112,6 +112,15 @@ class ScoreRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class GradeWrite:
+    """One note's grading, as :meth:`GraphStore.write_grades` writes it: the claims its
+    re-extracted blocks now originate (as ``replace_claims`` takes them), then its scores."""
+
+    claims: Mapping[str, Sequence[ClaimRecord]]
+    scores: Sequence[ScoreRecord]
+
+
+@dataclass(frozen=True, slots=True)
 class StoredClaim:
     id: str
     block_id: str
@@ -253,6 +262,19 @@ class GraphStore(ABC):
     @abstractmethod
     def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
         """Write scores onto edges whose block still has ``evaluated_hash``; return how many."""
+
+    def write_grades(self, grades: Sequence[GradeWrite]) -> list[int]:
+        """``replace_claims`` then ``write_scores`` for each grade, in order; return how many
+        scores each grade wrote.
+
+        A store that can do so writes them all in one transaction, all or nothing: the consumer
+        hands it every note of a take at once. This default makes two calls per grade.
+        """
+        written = []
+        for grade in grades:
+            self.replace_claims(grade.claims)
+            written.append(self.write_scores(grade.scores))
+        return written
 
     @abstractmethod
     def low_quality_claims(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import neo4j
@@ -33,6 +34,7 @@ from aclarai.graph.base import (
     ClaimRecord,
     FileState,
     FileSync,
+    GradeWrite,
     GraphStore,
     ScoreRecord,
     StoreCounts,
@@ -262,16 +264,26 @@ class Neo4jStore(GraphStore):
 
         ``check`` sees the rows before the commit; whatever it raises rolls the call back.
         """
+        [rows] = self._transaction(action, [_Step(statement, params, check)], write=write)
+        return rows
+
+    def _transaction(
+        self, action: str, steps: Sequence[_Step], *, write: bool = True
+    ) -> list[list[dict[str, Any]]]:
+        """Run statements in order in one managed transaction; return each one's rows."""
 
         @neo4j.unit_of_work(timeout=self.timeout_s)
-        def work(tx: neo4j.ManagedTransaction) -> list[dict[str, Any]]:
-            self.statements_run += 1
-            rows = [record.data() for record in tx.run(statement, dict(params))]
-            if check is not None:
-                check(rows)
-            return rows
+        def work(tx: neo4j.ManagedTransaction) -> list[list[dict[str, Any]]]:
+            results = []
+            for step in steps:
+                self.statements_run += 1
+                rows = [record.data() for record in tx.run(step.statement, dict(step.params))]
+                if step.check is not None:
+                    step.check(rows)
+                results.append(rows)
+            return results
 
-        def run() -> list[dict[str, Any]]:
+        def run() -> list[list[dict[str, Any]]]:
             with self._driver.session(database=self.database) as session:
                 execute = session.execute_write if write else session.execute_read
                 return execute(work)
@@ -388,29 +400,8 @@ class Neo4jStore(GraphStore):
             StoreError: A block id is not in the store (nothing is written).
         """
         check_claims(claims_by_block)
-        if not claims_by_block:
-            return
-        rows = []
-        ordinal = 0
-        for block_id, claims in claims_by_block.items():
-            listed: dict[str, dict[str, Any]] = {}
-            for claim in claims:
-                if claim.id not in listed:
-                    listed[claim.id] = {"id": claim.id, "text": claim.text, "ordinal": ordinal}
-                    ordinal += 1
-            rows.append(
-                {"block_id": block_id, "claim_ids": list(listed), "claims": list(listed.values())}
-            )
-
-        def check(result: list[dict[str, Any]]) -> None:
-            missing = sorted(set(claims_by_block) - set(result[0]["found"]))
-            if missing:
-                raise StoreError(
-                    f"replace_claims: no such block in the store: {', '.join(missing[:5])}"
-                )
-
-        params = {"rows": rows}
-        self._query("replace_claims", cypher.REPLACE_CLAIMS, params, write=True, check=check)
+        if claims_by_block:
+            self._transaction("replace_claims", [_replace_claims_step(claims_by_block)])
 
     def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
         """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
@@ -432,19 +423,31 @@ class Neo4jStore(GraphStore):
         """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
         if not scores:
             return 0
-        now = utc_now()
-        rows = [
-            {
-                "claim_id": s.claim_id,
-                "block_id": s.block_id,
-                "evaluated_hash": s.evaluated_hash,
-                "props": _score_props(s, now),
-                "omitted": list(dict.fromkeys(s.omitted)),
-            }
-            for s in scores
-        ]
-        [row] = self._query("write_scores", cypher.WRITE_SCORES, {"rows": rows}, write=True)
+        [[row]] = self._transaction("write_scores", [_write_scores_step(scores, utc_now())])
         return int(row["written"])
+
+    def write_grades(self, grades: Sequence[GradeWrite]) -> list[int]:
+        """See GraphStore: one transaction for them all.
+
+        Raises:
+            StoreError: A block id is not in the store (nothing is written).
+        """
+        for grade in grades:
+            check_claims(grade.claims)
+        now = utc_now()
+        steps: list[_Step] = []
+        # Per grade, the index of its ``write_scores`` step (None: it has no scores).
+        scored: list[int | None] = []
+        for grade in grades:
+            if grade.claims:
+                steps.append(_replace_claims_step(grade.claims))
+            scored.append(len(steps) if grade.scores else None)
+            if grade.scores:
+                steps.append(_write_scores_step(grade.scores, now))
+        if not steps:
+            return [0] * len(grades)
+        results = self._transaction("write_grades", steps)
+        return [0 if step is None else int(results[step][0]["written"]) for step in scored]
 
     def low_quality_claims(
         self,
@@ -526,3 +529,49 @@ class Neo4jStore(GraphStore):
 
     def close(self) -> None:
         self._driver.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One statement of a transaction, and the check its rows must pass before the commit."""
+
+    statement: str
+    params: Mapping[str, Any]
+    check: Callable[[list[dict[str, Any]]], None] | None = None
+
+
+def _replace_claims_step(claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> _Step:
+    rows = []
+    ordinal = 0
+    for block_id, claims in claims_by_block.items():
+        listed: dict[str, dict[str, Any]] = {}
+        for claim in claims:
+            if claim.id not in listed:
+                listed[claim.id] = {"id": claim.id, "text": claim.text, "ordinal": ordinal}
+                ordinal += 1
+        rows.append(
+            {"block_id": block_id, "claim_ids": list(listed), "claims": list(listed.values())}
+        )
+
+    def check(result: list[dict[str, Any]]) -> None:
+        missing = sorted(set(claims_by_block) - set(result[0]["found"]))
+        if missing:
+            raise StoreError(
+                f"replace_claims: no such block in the store: {', '.join(missing[:5])}"
+            )
+
+    return _Step(cypher.REPLACE_CLAIMS, {"rows": rows}, check)
+
+
+def _write_scores_step(scores: Sequence[ScoreRecord], now: str) -> _Step:
+    rows = [
+        {
+            "claim_id": s.claim_id,
+            "block_id": s.block_id,
+            "evaluated_hash": s.evaluated_hash,
+            "props": _score_props(s, now),
+            "omitted": list(dict.fromkeys(s.omitted)),
+        }
+        for s in scores
+    ]
+    return _Step(cypher.WRITE_SCORES, {"rows": rows})

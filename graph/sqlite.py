@@ -35,6 +35,7 @@ from aclarai.graph.base import (
     ClaimRecord,
     FileState,
     FileSync,
+    GradeWrite,
     GraphStore,
     ScoreRecord,
     StoreCounts,
@@ -376,39 +377,8 @@ class SqliteStore(GraphStore):
             StoreError: A block id is not in the store.
         """
         check_claims(claims_by_block)
-        wanted: dict[tuple[str, str], tuple[int, str]] = {}
-        for block_id, claims in claims_by_block.items():
-            for claim in claims:
-                wanted.setdefault((claim.id, block_id), (len(wanted), claim.text))
-        blocks_json = _json_list(claims_by_block)
         with self._write("replace_claims") as conn:
-            missing = conn.execute(
-                "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM blocks)",
-                (blocks_json,),
-            ).fetchall()
-            if missing:
-                names = ", ".join(value for (value,) in missing[:5])
-                raise StoreError(f"replace_claims: no such block in the store: {names}")
-            existing = conn.execute(
-                f"SELECT claim_id, block_id FROM edges WHERE block_id {_IN_JSON}", (blocks_json,)
-            ).fetchall()
-            dropped = [edge for edge in existing if edge not in wanted]
-            conn.executemany("DELETE FROM edges WHERE claim_id = ? AND block_id = ?", dropped)
-            conn.executemany(
-                "INSERT INTO claims (id, text) VALUES (?, ?) ON CONFLICT (id) DO UPDATE "
-                "SET text = excluded.text WHERE text IS NOT excluded.text",
-                [(claim_id, text) for (claim_id, _), (_, text) in wanted.items()],
-            )
-            conn.executemany(
-                "INSERT INTO edges (claim_id, block_id, ordinal) VALUES (?, ?, ?) "
-                "ON CONFLICT (claim_id, block_id) DO UPDATE SET ordinal = excluded.ordinal",
-                [(c, b, ordinal) for (c, b), (ordinal, _) in wanted.items()],
-            )
-            conn.execute(
-                f"DELETE FROM claims WHERE id {_IN_JSON} "
-                "AND NOT EXISTS (SELECT 1 FROM edges WHERE edges.claim_id = claims.id)",
-                (_json_list(claim_id for claim_id, _ in dropped),),
-            )
+            _replace_claims(conn, claims_by_block)
 
     def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
         """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
@@ -438,28 +408,25 @@ class SqliteStore(GraphStore):
 
     def write_scores(self, scores: Sequence[ScoreRecord]) -> int:
         """See GraphStore; ``evaluated_at`` defaults to now, ``quality`` is derived."""
-        now = utc_now()
-        params = [
-            (
-                s.entailed_score,
-                s.coverage_score,
-                s.decontextualization_score,
-                s.quality,
-                s.verdict,
-                s.justification,
-                s.status,
-                s.model,
-                s.evaluated_hash,
-                s.evaluated_at or now,
-                json.dumps(list(s.omitted)),
-                s.claim_id,
-                s.block_id,
-                s.evaluated_hash,
-            )
-            for s in scores
-        ]
         with self._write("write_scores") as conn:
-            return conn.executemany(_WRITE_SCORE, params).rowcount
+            return _write_scores(conn, scores, utc_now())
+
+    def write_grades(self, grades: Sequence[GradeWrite]) -> list[int]:
+        """See GraphStore: one transaction for them all (a take's notes share index pages, so
+        one commit writes each page to the WAL once instead of once per note).
+
+        Raises:
+            StoreError: A block id is not in the store (nothing is written).
+        """
+        for grade in grades:
+            check_claims(grade.claims)
+        now = utc_now()
+        with self._write("write_grades") as conn:
+            written = []
+            for grade in grades:
+                _replace_claims(conn, grade.claims)
+                written.append(_write_scores(conn, grade.scores, now))
+            return written
 
     def low_quality_claims(
         self,
@@ -550,3 +517,66 @@ class SqliteStore(GraphStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _replace_claims(
+    conn: sqlite3.Connection, claims_by_block: Mapping[str, Sequence[ClaimRecord]]
+) -> None:
+    """``replace_claims`` inside the caller's transaction."""
+    wanted: dict[tuple[str, str], tuple[int, str]] = {}
+    for block_id, claims in claims_by_block.items():
+        for claim in claims:
+            wanted.setdefault((claim.id, block_id), (len(wanted), claim.text))
+    blocks_json = _json_list(claims_by_block)
+    missing = conn.execute(
+        "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM blocks)",
+        (blocks_json,),
+    ).fetchall()
+    if missing:
+        names = ", ".join(value for (value,) in missing[:5])
+        raise StoreError(f"replace_claims: no such block in the store: {names}")
+    existing = conn.execute(
+        f"SELECT claim_id, block_id FROM edges WHERE block_id {_IN_JSON}", (blocks_json,)
+    ).fetchall()
+    dropped = [edge for edge in existing if edge not in wanted]
+    conn.executemany("DELETE FROM edges WHERE claim_id = ? AND block_id = ?", dropped)
+    conn.executemany(
+        "INSERT INTO claims (id, text) VALUES (?, ?) ON CONFLICT (id) DO UPDATE "
+        "SET text = excluded.text WHERE text IS NOT excluded.text",
+        [(claim_id, text) for (claim_id, _), (_, text) in wanted.items()],
+    )
+    conn.executemany(
+        "INSERT INTO edges (claim_id, block_id, ordinal) VALUES (?, ?, ?) "
+        "ON CONFLICT (claim_id, block_id) DO UPDATE SET ordinal = excluded.ordinal",
+        [(c, b, ordinal) for (c, b), (ordinal, _) in wanted.items()],
+    )
+    if dropped:
+        conn.execute(
+            f"DELETE FROM claims WHERE id {_IN_JSON} "
+            "AND NOT EXISTS (SELECT 1 FROM edges WHERE edges.claim_id = claims.id)",
+            (_json_list(claim_id for claim_id, _ in dropped),),
+        )
+
+
+def _write_scores(conn: sqlite3.Connection, scores: Sequence[ScoreRecord], now: str) -> int:
+    """``write_scores`` inside the caller's transaction; ``now`` stamps undated scores."""
+    params = [
+        (
+            s.entailed_score,
+            s.coverage_score,
+            s.decontextualization_score,
+            s.quality,
+            s.verdict,
+            s.justification,
+            s.status,
+            s.model,
+            s.evaluated_hash,
+            s.evaluated_at or now,
+            json.dumps(list(s.omitted)),
+            s.claim_id,
+            s.block_id,
+            s.evaluated_hash,
+        )
+        for s in scores
+    ]
+    return conn.executemany(_WRITE_SCORE, params).rowcount

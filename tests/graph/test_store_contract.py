@@ -10,11 +10,13 @@ import pytest
 from aclarai.graph import (
     BlockRecord,
     FileState,
+    GradeWrite,
     GraphStore,
     ScoreRecord,
     StoreCounts,
     claim_quality,
 )
+from aclarai.parsers import StoreError
 from tests.graph.builders import block, claim, file_sync, note, score
 
 UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -396,6 +398,56 @@ def test_write_scores_skips_stale_hashes_and_unknown_edges(store: GraphStore) ->
     assert claims["a-0"][0].score is None, "a score for an old text is never stored"
     assert claims["a-1"][0].score is not None
     assert store.write_scores([]) == 0
+
+
+def test_write_grades_replaces_claims_then_scores_each_grade_in_order(store: GraphStore) -> None:
+    _scored_store(store)
+    store.sync_files([note("b.md", "carol: the build passed.")])
+    a0, a1, b0 = _hash(store, "a-0"), _hash(store, "a-1"), _hash(store, "b-0")
+
+    written = store.write_grades(
+        [
+            # a-0 re-extracted: c1 kept (its score too), c2 dropped, c5 new and scored at once.
+            GradeWrite(
+                {"a-0": [claim("c5", "a-0"), claim("c1", "a-0")]},
+                [score("c5", "a-0", a0, 0.4, 0.5, 0.6), score("c3", "a-1", a1, 0.7, 0.8, 0.9)],
+            ),
+            GradeWrite({}, []),
+            # A stale hash and an unknown edge are skipped, as write_scores skips them.
+            GradeWrite(
+                {"b-0": [claim("c6", "b-0")]},
+                [score("c6", "b-0", "0" * 64), score("nope", "b-0", b0)],
+            ),
+        ]
+    )
+
+    assert written == [2, 0, 0]
+    claims = store.claims_of_blocks(["a-0", "a-1", "b-0"])
+    assert [c.id for c in claims["a-0"]] == ["c5", "c1"]
+    assert claims["a-0"][1].score is not None, "a kept claim keeps its score"
+    assert claims["a-0"][0].score is not None
+    assert claims["a-0"][0].score.entailed_score == pytest.approx(0.4)
+    assert claims["a-1"][0].score is not None
+    assert claims["a-1"][0].score.decontextualization_score == pytest.approx(0.9)
+    assert [(c.id, c.score) for c in claims["b-0"]] == [("c6", None)]
+    assert store.counts().claims == 4, "c1, c3, c5, c6: c2 originated from nothing else"
+    assert store.write_grades([]) == []
+
+
+def test_write_grades_with_an_unknown_block_writes_nothing(store: GraphStore) -> None:
+    _scored_store(store)
+    a0 = _hash(store, "a-0")
+    before = store.claims_of_blocks(["a-0", "a-1"])
+
+    with pytest.raises(StoreError, match="no such block"):
+        store.write_grades(
+            [
+                GradeWrite({"a-0": [claim("c9", "a-0")]}, [score("c9", "a-0", a0)]),
+                GradeWrite({"ghost": [claim("c8", "ghost")]}, []),
+            ]
+        )
+
+    assert store.claims_of_blocks(["a-0", "a-1"]) == before, "all or nothing"
 
 
 def test_a_later_evaluation_replaces_the_earlier_one(store: GraphStore) -> None:
