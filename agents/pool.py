@@ -1,20 +1,21 @@
-"""An evaluator that runs another one in worker processes, so that scoring uses every core.
+"""Agents run in worker processes, so that extraction and scoring use every core.
 
-Offline scoring is pure Python and holds the GIL, so threads cannot spread it over cores. A
-:class:`PooledEvaluator` builds one evaluator in each of ``workers`` forked processes and hands
-them whole batches, or contiguous slices of a large batch, to score. Fork rather than spawn or a
-forkserver, which re-import the program's main module in each worker and so run a script
-without a ``__main__`` guard again; a worker only scores text and takes no lock that a thread
-of the parent may hold but logging's, which Python resets after a fork. Results come back in input
-order. The calling thread waits while the workers score, so a caller with several threads (the
+Offline extraction and scoring are pure Python and hold the GIL, so threads cannot spread them
+over cores. A :class:`WorkerPool` builds the agents it is given once in each of ``workers``
+forked processes; a :class:`PooledEvaluator` and a :class:`PooledExtractor` hand them whole
+batches, or contiguous slices of a large batch, and may share one pool. Fork rather than spawn
+or a forkserver, which re-import the program's main module in each worker and so run a script
+without a ``__main__`` guard again; a worker only reads text and takes no lock that a thread of
+the parent may hold but logging's, which Python resets after a fork. Results come back in input
+order. The calling thread waits while the workers work, so a caller with several threads (the
 queue consumer) keeps both the workers and its own I/O busy.
 
-With ``workers=1`` nothing is started: the evaluator runs in the calling process, exactly as it
-would unwrapped. Otherwise the first :data:`START_AFTER` items are also scored in the calling
+With ``workers=1`` nothing is started: the agents run in the calling process, exactly as they
+would unwrapped. Otherwise the first :data:`START_AFTER` items are also handled in the calling
 process, and the workers start only when more come: starting them costs about half a second,
 which a small run (a few edits, a test vault) would never earn back. A worker that dies is not
-a scoring failure: the pool is rebuilt and the batch is scored in the calling process instead;
-if no worker can be started at all, the evaluator goes on in the calling process.
+a failure of the batch: the pool is rebuilt and the batch is handled in the calling process
+instead; if no worker can be started at all, the agents go on in the calling process.
 """
 
 from __future__ import annotations
@@ -22,98 +23,132 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
-from aclarai.agents.base import EvalItem, Evaluator, Score
+from aclarai.agents.base import (
+    Claim,
+    ClaimExtractor,
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    Score,
+)
+from aclarai.parsers import EvaluationError
 
 logger = logging.getLogger(__name__)
 
 START_AFTER = 2000
-"""Items scored in the calling process before the workers are started."""
+"""Items handled in the calling process before the workers are started."""
 MIN_CHUNK = 32
 """Items per slice at least: below that, pickling and the round trip cost more than they save."""
 
-_worker_evaluator: Evaluator | None = None
+EVALUATOR = "evaluator"
+EXTRACTOR = "extractor"
+
+_worker_agents: dict[str, Any] = {}
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-def _start_worker(factory: Callable[[], Evaluator]) -> None:
-    global _worker_evaluator
-    _worker_evaluator = factory()
+def _start_worker(factories: Mapping[str, Callable[[], object]]) -> None:
+    for kind, factory in factories.items():
+        _worker_agents[kind] = factory()
 
 
 def _score_in_worker(items: Sequence[EvalItem]) -> list[Score]:
-    assert _worker_evaluator is not None, "worker started without its evaluator"
-    return _worker_evaluator.evaluate_batch(items)
+    evaluator: Evaluator = _worker_agents[EVALUATOR]
+    return evaluator.evaluate_batch(items)
 
 
-class PooledEvaluator(Evaluator):
-    """``factory()``'s evaluator, run in ``workers`` processes; see the module docstring."""
+def _extract_each_in_worker(
+    inputs: Sequence[ExtractionInput],
+) -> list[list[Claim] | EvaluationError]:
+    extractor: ClaimExtractor = _worker_agents[EXTRACTOR]
+    return extractor.extract_each(inputs)
+
+
+def _extract_batch_in_worker(inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
+    extractor: ClaimExtractor = _worker_agents[EXTRACTOR]
+    return extractor.extract_batch(inputs)
+
+
+class WorkerPool:
+    """Worker processes, each holding one agent per kind of ``factories``; see the module
+    docstring for when they start and what happens when they die."""
 
     def __init__(
-        self, factory: Callable[[], Evaluator], workers: int, *, start_after: int = START_AFTER
+        self,
+        factories: Mapping[str, Callable[[], object]],
+        workers: int,
+        *,
+        start_after: int = START_AFTER,
     ) -> None:
-        """Build the pool.
+        """Build the pool (no process starts here).
 
         Args:
-            factory: Builds the evaluator; called once here and once in each worker.
-            workers: Worker processes; 1 scores in the calling process.
-            start_after: Items to score in the calling process before starting the workers.
+            factories: Build each agent, by kind (:data:`EVALUATOR`, :data:`EXTRACTOR`); called
+                once in each worker.
+            workers: Worker processes; 1 handles everything in the calling process.
+            start_after: Items to handle in the calling process before starting the workers.
         """
         if workers < 1:
             raise ValueError("workers must be at least 1")
-        self._local = factory()
-        self._factory = factory
         self.workers = workers
-        self.name = self._local.name
-        self.version = self._local.version
+        self._factories = dict(factories)
+        self._start_after = start_after
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
-        self._scored = 0
-        self._start_after = start_after
+        self._handled = 0
 
-    @property
-    def model_id(self) -> str:
-        return self._local.model_id
-
-    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+    def run(
+        self,
+        task: Callable[[Sequence[T]], list[R]],
+        items: Sequence[T],
+        local: Callable[[Sequence[T]], list[R]],
+    ) -> list[R]:
+        """``task`` over contiguous slices of ``items`` in the workers, results in input
+        order; ``local(items)`` in the calling process while the workers are not started, or
+        when they fail."""
         if self.workers == 1 or not items or not self._pooling(len(items)):
-            return self._local.evaluate_batch(items)
+            return local(items)
         pool = self._executor()
         try:
-            futures: list[Future[list[Score]]] = [
-                pool.submit(_score_in_worker, chunk) for chunk in _slices(items, self.workers)
+            futures: list[Future[list[R]]] = [
+                pool.submit(task, chunk) for chunk in _slices(items, self.workers)
             ]
-            scores: list[Score] = []
+            results: list[R] = []
             for future in futures:
-                scores.extend(future.result())
-            return scores
+                results.extend(future.result())
+            return results
         except BrokenProcessPool as exc:
-            logger.warning("evaluation worker died (%s); scoring this batch in-process", exc)
+            logger.warning("worker process died (%s); handling this batch in-process", exc)
             self._discard(pool)
         except OSError as exc:
-            logger.warning("evaluation workers cannot start (%s); scoring in-process", exc)
+            logger.warning("worker processes cannot start (%s); working in-process", exc)
             self._discard(pool)
             self.workers = 1
-        return self._local.evaluate_batch(items)
+        return local(items)
 
     def _pooling(self, count: int) -> bool:
         with self._lock:
-            self._scored += count
-            return self._pool is not None or self._scored > self._start_after
+            self._handled += count
+            return self._pool is not None or self._handled > self._start_after
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._closed:
-                raise RuntimeError("evaluator is closed")
+                raise RuntimeError("worker pool is closed")
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
                     self.workers,
                     mp_context=multiprocessing.get_context("fork"),
                     initializer=_start_worker,
-                    initargs=(self._factory,),
+                    initargs=(self._factories,),
                 )
             return self._pool
 
@@ -129,10 +164,75 @@ class PooledEvaluator(Evaluator):
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+class PooledEvaluator(Evaluator):
+    """``factory()``'s evaluator, run in worker processes; see the module docstring."""
+
+    def __init__(
+        self,
+        factory: Callable[[], Evaluator],
+        workers: int = 1,
+        *,
+        start_after: int = START_AFTER,
+        pool: WorkerPool | None = None,
+    ) -> None:
+        """Build the evaluator.
+
+        Args:
+            factory: Builds the evaluator; called once here (and once in each worker of a pool
+                built here).
+            workers: Worker processes of the pool built here; 1 scores in the calling process.
+            start_after: Items to score in the calling process before the workers start.
+            pool: A pool to share instead, whose :data:`EVALUATOR` is ``factory``'s; its owner
+                closes it.
+        """
+        self._local = factory()
+        self._owns_pool = pool is None
+        self.pool = pool or WorkerPool({EVALUATOR: factory}, workers, start_after=start_after)
+        self.name = self._local.name
+        self.version = self._local.version
+
+    @property
+    def workers(self) -> int:
+        return self.pool.workers
+
+    @property
+    def model_id(self) -> str:
+        return self._local.model_id
+
+    def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        return self.pool.run(_score_in_worker, items, self._local.evaluate_batch)
+
+    def close(self) -> None:
+        if self._owns_pool:
+            self.pool.close()
         self._local.close()
 
 
-def _slices(items: Sequence[EvalItem], workers: int) -> list[Sequence[EvalItem]]:
+class PooledExtractor(ClaimExtractor):
+    """``factory()``'s extractor, run in the worker processes of ``pool`` (whose
+    :data:`EXTRACTOR` is ``factory``); its owner closes the pool."""
+
+    def __init__(self, factory: Callable[[], ClaimExtractor], pool: WorkerPool) -> None:
+        self._local = factory()
+        self.pool = pool
+        self.name = self._local.name
+        self.version = self._local.version
+
+    def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
+        return self.pool.run(_extract_batch_in_worker, inputs, self._local.extract_batch)
+
+    def extract_each(
+        self, inputs: Sequence[ExtractionInput]
+    ) -> list[list[Claim] | EvaluationError]:
+        return self.pool.run(_extract_each_in_worker, inputs, self._local.extract_each)
+
+    def close(self) -> None:
+        self._local.close()
+
+
+def _slices(items: Sequence[T], workers: int) -> list[Sequence[T]]:
     """Contiguous slices, one per worker, none under :data:`MIN_CHUNK` (one for a small batch)."""
     count = max(1, min(workers, len(items) // MIN_CHUNK))
     size = -(-len(items) // count)

@@ -109,7 +109,7 @@ class RetrySettings(_Section):
 
 class ProcessingSettings(_Section):
     retries: RetrySettings = RetrySettings()
-    workers: int = Field(2, ge=1)
+    workers: int = Field(8, ge=1)
     batch_size: int = Field(64, ge=1)
 
 

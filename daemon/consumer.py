@@ -33,7 +33,6 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
 from aclarai.agents import (
-    Claim,
     ClaimExtractor,
     EvalItem,
     Evaluator,
@@ -42,11 +41,11 @@ from aclarai.agents import (
     VectorIndex,
 )
 from aclarai.daemon.config import ProcessingSettings, WindowSize
-from aclarai.daemon.notesync import NoteSync
+from aclarai.daemon.notesync import NoteSync, SyncedNote
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
 from aclarai.daemon.vault import NoteContent, NoteFile
 from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import ClaimRecord, GraphStore, ScoreRecord, StoredClaim
+from aclarai.graph import ClaimRecord, GradeWrite, GraphStore, ScoreRecord, StoredClaim
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
@@ -149,6 +148,64 @@ def _format_scores(scores: dict[str, float | None]) -> str:
     )
 
 
+def _replaced(old: Sequence[StoredClaim], claims: Sequence[ClaimRecord]) -> list[StoredClaim]:
+    """A block's claims once ``replace_claims`` made ``claims`` its claims: in their order,
+    without repeats, each keeping the score its edge had (see :meth:`GraphStore.replace_claims`)."""
+    scores = {c.id: c.score for c in old}
+    listed: dict[str, StoredClaim] = {}
+    for c in claims:
+        if c.id not in listed:
+            listed[c.id] = StoredClaim(c.id, c.block_id, c.text, scores.get(c.id))
+    return list(listed.values())
+
+
+def _nothing(note: _NoteWork) -> None:
+    """The action of a step whose failure is already known."""
+
+
+@dataclass
+class _Graded:
+    """A note's grade, made in stage one and written in stages two and three."""
+
+    synced: SyncedNote
+    blocks: dict[str, Block]
+    """The note's blocks by id, copies of other notes' blocks left out."""
+    present: list[QueueEntry]
+    """The take's entries whose blocks the note holds."""
+    targets: list[str]
+    """Blocks processed: the queued ones and the edits the take found."""
+    scored: list[str]
+    """The targets, then the neighbours whose window holds a changed block."""
+    rescored: list[str]
+    """Blocks with a claim evaluated in this take, in ``scored`` order."""
+    edited: set[str]
+    failed: dict[str, EvaluationError]
+    """Blocks whose extraction failed."""
+    claims_by_block: dict[str, list[StoredClaim]]
+    """The claims of ``scored`` as the store holds them once ``grade`` is written."""
+    grade: GradeWrite
+    written: int = 0
+    """How many of ``grade.scores`` the store took."""
+
+
+class _Outage(threading.Event):
+    """Set once a drain meets an outage; ``store_down`` says the graph store's."""
+
+    store_down = False
+
+
+@dataclass
+class _NoteWork:
+    """One note of a take, carried through the stages of a drain."""
+
+    rel: str
+    entries: list[QueueEntry]
+    stats: DrainStats = field(default_factory=DrainStats)
+    graded: _Graded | None = None
+    done: list[QueueEntry] = field(default_factory=list)
+    """Entries to complete once the take is through."""
+
+
 class DirtyBlockConsumer:
     """Drains the durable queue (:meth:`drain`): ``resync`` once, the daemon whenever woken."""
 
@@ -179,7 +236,8 @@ class DirtyBlockConsumer:
         self.on_write = on_write
         self.paused = paused or (lambda: False)
         self.index = index
-        self._file_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._draining = threading.Lock()
+        """Held by a drain: takes are processed in stages across notes, one drain at a time."""
         self._unwritten: dict[str, str] = {}
         """Block id → hash of an edit whose write-back did not reach the note (a conflict)."""
         self._model_outages = 0
@@ -193,9 +251,12 @@ class DirtyBlockConsumer:
         queue, since every other file would only wait for the same store to time out.
         """
         total = DrainStats()
-        outage = threading.Event()
+        outage = _Outage()
         workers = self.processing.workers
-        with ThreadPoolExecutor(workers, thread_name_prefix="aclarai-worker") as pool:
+        with (
+            self._draining,
+            ThreadPoolExecutor(workers, thread_name_prefix="aclarai-worker") as pool,
+        ):
             while (
                 not (stop is not None and stop.is_set())
                 and not outage.is_set()
@@ -207,31 +268,66 @@ class DirtyBlockConsumer:
                 by_file: dict[str, list[QueueEntry]] = defaultdict(list)
                 for entry in entries:
                     by_file[entry.file].append(entry)
-                futures = [
-                    pool.submit(self._process_file_safely, rel, group, stop, outage)
-                    for rel, group in by_file.items()
-                ]
-                for future in futures:
-                    total.add(future.result())
+                notes = [_NoteWork(rel, group) for rel, group in by_file.items()]
+                self._drain_take(pool, notes, stop, outage)
+                for note in notes:
+                    total.add(note.stats)
         return total
 
-    def _process_file_safely(
+    def _drain_take(
         self,
-        rel: str,
-        entries: list[QueueEntry],
+        pool: ThreadPoolExecutor,
+        notes: list[_NoteWork],
         stop: threading.Event | None,
-        outage: threading.Event,
-    ) -> DrainStats:
-        stats = DrainStats()
+        outage: _Outage,
+    ) -> None:
+        """One take, in stages: grade each note (on the pool, so model calls overlap), write
+        every grade to the store in one call, rewrite each graded note (on the pool), then
+        complete the entries that went through in one queue write. An entry leaves the queue
+        only once its note's grade and rewrite are both written; a note that fails a stage
+        leaves the take there, under the error policy of :meth:`_step`."""
+        list(pool.map(lambda note: self._step(note, self._grade, stop, outage), notes))
+        graded = [note for note in notes if note.graded is not None]
+        self._write_grades(graded, outage)
+        # A grade in the store is finished even when stopping: the rewrite is local and quick.
+        ready = [note for note in graded if note.graded is not None]
+        list(
+            pool.map(
+                lambda note: self._step(note, self._write_back, None, outage, started=True), ready
+            )
+        )
+        self.queue.complete(entry for note in notes for entry in note.done)
+
+    def _step(
+        self,
+        note: _NoteWork,
+        action: Callable[[_NoteWork], None],
+        stop: threading.Event | None,
+        outage: _Outage,
+        *,
+        started: bool = False,
+        failure: BaseException | None = None,
+    ) -> None:
+        """Run one stage of a note under the error policy; on failure the note leaves the take.
+
+        An outage found by another note puts this one back untried; once its grade is
+        ``started`` (in the store already), only a graph store outage does. ``failure`` is
+        raised in place of ``action``: a store call made for many notes failed for each of them.
+        """
+        rel, entries, stats = note.rel, note.entries, note.stats
         if stop is not None and stop.is_set():
+            note.graded = None
             self.queue.release(entries)
-            return stats
-        if outage.is_set():
+            return
+        if outage.is_set() and (not started or outage.store_down):
+            note.graded = None
             self.queue.release(entries, delay_s=STORE_RETRY_S)
-            return stats
+            return
         try:
-            with self._file_locks[rel]:
-                self._process_file(rel, entries, stats)
+            if failure is not None:
+                raise failure
+            action(note)
+            return
         except WriteConflict as exc:
             stats.conflicts += 1
             log.info("write skipped: %s", exc)
@@ -240,20 +336,8 @@ class DirtyBlockConsumer:
             if stop is not None and stop.is_set():
                 # Shutting down cancels model calls in flight: the work waits for the next start.
                 self.queue.release(entries)
-                return stats
-            # An outage (graph store or model endpoint) is not this note's fault: no attempt is
-            # spent, so a long one never turns queued work into dead letters.
-            outage.set()
-            if isinstance(exc, StoreUnavailable):
-                stats.store_errors.append(str(exc))
-                self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
-                log.warning("graph store unavailable; %s stays queued: %s", rel, exc)
             else:
-                stats.errors.append(f"{rel}: {exc}")
-                stats.model_outages += 1
-                delay = max(self._model_down(exc), exc.retry_after or 0.0)
-                self.queue.release(entries, delay_s=delay)
-                log.info("model endpoint unavailable; %s stays queued for %.0f s", rel, delay)
+                self._outage(rel, entries, stats, exc, outage)
         except Exception as exc:
             stats.failures += 1
             message = f"{rel}: {exc}"
@@ -266,7 +350,32 @@ class DirtyBlockConsumer:
                 log.exception("unexpected error processing %s", rel)
             for entry in dead:
                 log.error("dead letter: block %s of %s: %s", entry.block_id, rel, exc)
-        return stats
+        note.graded = None
+        note.done = []
+
+    def _outage(
+        self,
+        rel: str,
+        entries: list[QueueEntry],
+        stats: DrainStats,
+        exc: TransientError,
+        outage: _Outage,
+    ) -> None:
+        """An outage (graph store or model endpoint) is not this note's fault: no attempt is
+        spent, so a long one never turns queued work into dead letters."""
+        if isinstance(exc, StoreUnavailable):
+            outage.store_down = True
+        outage.set()
+        if isinstance(exc, StoreUnavailable):
+            stats.store_errors.append(str(exc))
+            self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
+            log.warning("graph store unavailable; %s stays queued: %s", rel, exc)
+        else:
+            stats.errors.append(f"{rel}: {exc}")
+            stats.model_outages += 1
+            delay = max(self._model_down(exc), exc.retry_after or 0.0)
+            self.queue.release(entries, delay_s=delay)
+            log.info("model endpoint unavailable; %s stays queued for %.0f s", rel, delay)
 
     def _model_down(self, exc: BaseException) -> float:
         """Note an outage; return how long to wait: doubling from STORE_RETRY_S to the cap."""
@@ -289,7 +398,11 @@ class DirtyBlockConsumer:
             self.queue.delete_meta(MODEL_DOWN_META)
             log.info("model endpoint answers again; queued work resumes")
 
-    def _process_file(self, rel: str, entries: list[QueueEntry], stats: DrainStats) -> None:
+    def _grade(self, note: _NoteWork) -> None:
+        """Stage one: take the note as synced, extract the claims of its changed blocks and
+        evaluate the claims that need it. Nothing is written; ``note.graded`` holds the result,
+        or ``note.done`` the entries to complete when there is nothing to grade."""
+        rel, entries, stats = note.rel, note.entries, note.stats
         synced = self.notes.current(rel, {e.block_id for e in entries})
         if synced is None:
             self._requeue_moved(entries)
@@ -309,27 +422,29 @@ class DirtyBlockConsumer:
         stats.files_processed += 1
         stats.blocks_processed += len(targets)
         if not targets:
-            self.queue.complete(present)
+            note.done = present
             return
 
         changed = set(synced.changed) | {e.block_id for e in present if e.reason == "changed"}
-        before = self.store.claims_of_blocks(targets)
-        changed |= {b for b in targets if _extracted_from_other_text(before[b], blocks[b])}
-        edited = {b for b in targets if self._text_changed(before[b], blocks[b])}
+        claims_by_block = self.store.claims_of_blocks(targets)
+        changed |= {b for b in targets if _extracted_from_other_text(claims_by_block[b], blocks[b])}
+        edited = {b for b in targets if self._text_changed(claims_by_block[b], blocks[b])}
         # Remembered until the note is written: re-extraction may replace every claim that
         # still carries the old text's hash, and an outage or a conflict may come first.
         for bid in edited:
             self._unwritten[bid] = blocks[bid].hash
         to_extract = [blocks[bid] for bid in targets if bid in changed]
-        failed = self._extract(parsed.blocks, to_extract, stats)
+        found, failed = self._extract(parsed.blocks, to_extract, stats)
         # A block's decontextualization reads the blocks around it: when one changes, the
         # scores of the blocks whose window holds it are re-made too, once per pass.
         neighbours = self._window_neighbours(parsed.blocks, changed, kept) - set(targets)
         scored = [*targets, *sorted(neighbours, key=lambda bid: blocks[bid].line)]
         if neighbours:
             log.info("%s: %d neighbouring block(s) re-scored", rel, len(neighbours))
+            claims_by_block.update(self.store.claims_of_blocks(scored[len(targets) :]))
+        for bid, claims in found.items():
+            claims_by_block[bid] = _replaced(claims_by_block[bid], claims)
 
-        claims_by_block = self.store.claims_of_blocks(scored)
         pending = [
             (blocks[bid], claim)
             for bid in scored
@@ -337,6 +452,7 @@ class DirtyBlockConsumer:
             for claim in claims_by_block[bid]
             if self.reevaluate or bid in neighbours or needs_evaluation(claim, blocks[bid].hash)
         ]
+        records: list[ScoreRecord] = []
         if pending:
             window = {b.id: self._window_texts(parsed.blocks, b) for b, _ in pending}
             scores = self.evaluator.evaluate_batch(
@@ -344,6 +460,8 @@ class DirtyBlockConsumer:
             )
             unavailable = [s for s in scores if s.unavailable]
             if len(unavailable) == len(scores):
+                # The extraction went through: its claims are kept while the evaluator is away.
+                self.store.replace_claims(found)
                 raise EvaluatorUnavailable(unavailable[0].status)
             now = utc_now()
             # A neighbour's text did not change: a failed re-score keeps the scores it has.
@@ -352,7 +470,7 @@ class DirtyBlockConsumer:
                 for (b, c), s in zip(pending, scores, strict=True)
                 if b.id not in neighbours or s.status == "ok"
             ]
-            records_out = [
+            records = [
                 ScoreRecord(
                     claim_id=c.id,
                     block_id=b.id,
@@ -369,35 +487,82 @@ class DirtyBlockConsumer:
                 )
                 for b, c, s in kept_scores
             ]
-            written = self.store.write_scores(records_out)
             stats.claims_evaluated += len(pending)
-            stats.scores_written += written
             stats.null_scores += sum(
                 1 for _, _, s in kept_scores if any(getattr(s, n) is None for n in SCORE_NAMES)
             )
             for (b, c), s in zip(pending, scores, strict=True):
                 log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
-            if written == len(records_out):
-                # The store holds exactly what was sent: no need to read it back.
-                fresh = {(r.claim_id, r.block_id): r for r in records_out}
-                claims_by_block = {
-                    bid: [replace(c, score=fresh.get((c.id, bid), c.score)) for c in claims]
-                    for bid, claims in claims_by_block.items()
-                }
-            else:
-                claims_by_block = self.store.claims_of_blocks(scored)
-
+            fresh = {(r.claim_id, r.block_id): r for r in records}
+            claims_by_block = {
+                bid: [replace(c, score=fresh.get((c.id, bid), c.score)) for c in claims]
+                for bid, claims in claims_by_block.items()
+            }
         if to_extract or pending:
             self._model_answered()
-        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in scored}
-        for bid in sorted({b.id for b, _ in pending}, key=scored.index):
+        note.graded = _Graded(
+            synced=synced,
+            blocks=blocks,
+            present=present,
+            targets=targets,
+            scored=scored,
+            rescored=sorted({b.id for b, _ in pending}, key=scored.index),
+            edited=edited,
+            failed=failed,
+            claims_by_block=claims_by_block,
+            grade=GradeWrite(found, records),
+        )
+
+    def _write_grades(self, notes: list[_NoteWork], outage: _Outage) -> None:
+        """Stage two: every grade of the take in one store call (one transaction on SQLite).
+
+        When the store is unavailable every note waits for it; when the call fails otherwise,
+        each note's grade is written alone, so one bad note fails alone.
+        """
+        graded = [(note, note.graded) for note in notes if note.graded is not None]
+        if not graded:
+            return
+        try:
+            written = self.store.write_grades([g.grade for _, g in graded])
+        except StoreUnavailable as exc:
+            for note, _ in graded:
+                self._step(note, _nothing, None, outage, started=True, failure=exc)
+            return
+        except Exception as exc:
+            log.info("writing %d grades at once failed (%s); writing each alone", len(graded), exc)
+            for note, _ in graded:
+                self._step(note, self._write_grade_alone, None, outage)
+            return
+        for (note, g), count in zip(graded, written, strict=True):
+            g.written = count
+            note.stats.scores_written += count
+
+    def _write_grade_alone(self, note: _NoteWork) -> None:
+        assert note.graded is not None
+        [note.graded.written] = self.store.write_grades([note.graded.grade])
+        note.stats.scores_written += note.graded.written
+
+    def _write_back(self, note: _NoteWork) -> None:
+        """Stage three: rewrite the note's score comments with one conditional atomic write,
+        record the new file state and ``ver``s, and settle its entries."""
+        g = note.graded
+        assert g is not None
+        rel, stats, blocks = note.rel, note.stats, g.blocks
+        claims_by_block = g.claims_by_block
+        if g.written != len(g.grade.scores):
+            # A block's text moved on since it was graded (its stale scores were not written):
+            # the comments follow what the store holds.
+            claims_by_block = self.store.claims_of_blocks(g.scored)
+        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in g.scored}
+        for bid in g.rescored:
             log.info("%s: block %s scored: %s", rel, bid, _format_scores(updates[bid]))
-        for bid in sorted(edited & set(failed), key=targets.index):
+        for bid in sorted(g.edited & set(g.failed), key=g.targets.index):
             log.info(
                 "%s: block %s: no score for its new text; old score comments removed", rel, bid
             )
+        synced = g.synced
         content = synced.content
-        rewrite = apply_scores(content.text, updates, edited=edited, layout=synced.layout)
+        rewrite = apply_scores(content.text, updates, edited=g.edited, layout=synced.layout)
         for bid in rewrite.skipped:
             log.warning(
                 "%s: block %s: score comments would change how the note parses; scores kept in "
@@ -427,10 +592,10 @@ class DirtyBlockConsumer:
             )
             log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
         else:
-            log.info("%s: %d block(s) processed, note unchanged", rel, len(targets))
-        for bid in edited:
+            log.info("%s: %d block(s) processed, note unchanged", rel, len(g.targets))
+        for bid in g.edited:
             self._unwritten.pop(bid, None)
-        self._settle(rel, present, failed, stats)
+        note.done = self._settle(rel, g.present, g.failed, stats)
 
     def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:
         """Whether the block's score comments were made for another text: its claims were
@@ -441,34 +606,32 @@ class DirtyBlockConsumer:
 
     def _extract(
         self, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
-    ) -> dict[str, EvaluationError]:
-        """Extract and store the claims of ``to_extract``; return the blocks that failed.
+    ) -> tuple[dict[str, list[ClaimRecord]], dict[str, EvaluationError]]:
+        """Extract the claims of ``to_extract``: those of the blocks that went through, and
+        the blocks that failed.
 
         Raises:
             TransientError: the model endpoint could not be reached (the file waits).
         """
         if not to_extract:
-            return {}
+            return {}, {}
         outcomes = self.extractor.extract_each(
             [self._extraction_input(blocks, b) for b in to_extract]
         )
         for outcome in outcomes:
             if isinstance(outcome, TransientError):
                 raise outcome
-        found: dict[str, list[Claim]] = {}
+        found: dict[str, list[ClaimRecord]] = {}
         failed: dict[str, EvaluationError] = {}
         for block, outcome in zip(to_extract, outcomes, strict=True):
             if isinstance(outcome, EvaluationError):
                 failed[block.id] = outcome
             else:
-                found[block.id] = outcome
-        self.store.replace_claims(
-            {bid: [ClaimRecord(c.id, bid, c.text) for c in claims] for bid, claims in found.items()}
-        )
+                found[block.id] = [ClaimRecord(c.id, block.id, c.text) for c in outcome]
         stats.claims_extracted += sum(len(claims) for claims in found.values())
         stats.blocks_extracted += len(found)
         stats.extraction_failures += len(failed)
-        return failed
+        return found, failed
 
     def _settle(
         self,
@@ -476,9 +639,9 @@ class DirtyBlockConsumer:
         present: list[QueueEntry],
         failed: dict[str, EvaluationError],
         stats: DrainStats,
-    ) -> None:
-        """Complete the entries of the blocks that went through; charge those that failed."""
-        self.queue.complete(e for e in present if e.block_id not in failed)
+    ) -> list[QueueEntry]:
+        """Charge the entries whose blocks failed; return those that went through (to
+        complete with the rest of the take)."""
         for entry in (e for e in present if e.block_id in failed):
             message = f"{rel}: block {entry.block_id}: {failed[entry.block_id]}"
             stats.errors.append(message)
@@ -486,6 +649,7 @@ class DirtyBlockConsumer:
             for dead in self.queue.fail([entry], message):
                 stats.dead_letters += 1
                 log.error("dead letter: block %s of %s: %s", dead.block_id, rel, message)
+        return [e for e in present if e.block_id not in failed]
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
         """Entries whose block is not in their file any more follow the store (a move), or

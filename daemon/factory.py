@@ -38,7 +38,13 @@ from aclarai.agents import (
 )
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.agents.offline.extractor import OfflineClaimExtractor
-from aclarai.agents.pool import PooledEvaluator
+from aclarai.agents.pool import (
+    EVALUATOR,
+    EXTRACTOR,
+    PooledEvaluator,
+    PooledExtractor,
+    WorkerPool,
+)
 from aclarai.daemon.config import Config
 from aclarai.daemon.notesync import live_blocks
 from aclarai.daemon.queue import Backoff, DurableQueue
@@ -160,9 +166,13 @@ def build_agents(
     ``reevaluate`` bypasses the evaluation cache only: extraction of unchanged text stays free.
     """
     if config.model.backend == "offline":
-        evaluator = PooledEvaluator(OfflineEvaluator, eval_workers(config))
-        extractor = OfflineClaimExtractor()
-        return Agents(extractor, evaluator, closers=[extractor.close, evaluator.close])
+        # One set of worker processes extracts and scores: both are pure Python.
+        pool = WorkerPool(
+            {EVALUATOR: OfflineEvaluator, EXTRACTOR: OfflineClaimExtractor}, eval_workers(config)
+        )
+        evaluator = PooledEvaluator(OfflineEvaluator, pool=pool)
+        extractor = PooledExtractor(OfflineClaimExtractor, pool)
+        return Agents(extractor, evaluator, closers=[extractor.close, evaluator.close, pool.close])
     client, prompts, models = _llm_parts(config, state_dir)
     cache_path = state_dir / "llm-cache.sqlite"
     extract_cache = ResultCache(cache_path)

@@ -10,8 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.agents import EvalItem, Evaluator, OfflineEvaluator, Score
-from aclarai.agents.pool import MIN_CHUNK, PooledEvaluator
+from aclarai.agents import (
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    OfflineClaimExtractor,
+    OfflineEvaluator,
+    Score,
+    Utterance,
+)
+from aclarai.agents.pool import (
+    EVALUATOR,
+    EXTRACTOR,
+    MIN_CHUNK,
+    PooledEvaluator,
+    PooledExtractor,
+    WorkerPool,
+)
 from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_agents, eval_workers
 
@@ -71,6 +86,44 @@ def test_a_dead_worker_costs_time_not_scores() -> None:
         assert [s.entailed_score for s in pooled.evaluate_batch([EvalItem("fine", "s")])] == [0.04]
 
 
+def blocks(count: int) -> list[ExtractionInput]:
+    return [
+        ExtractionInput(
+            Utterance(
+                f"blk-{i}", f"dana: I moved the billing job to Frankfurt on June {i % 28 + 1}."
+            ),
+            before=(Utterance(f"blk-{i - 1}", "erik: The build failed on Tuesday."),),
+        )
+        for i in range(count)
+    ]
+
+
+def test_one_pool_extracts_and_scores_as_in_process() -> None:
+    inputs = blocks(3 * MIN_CHUNK + 1)
+    expected = OfflineClaimExtractor().extract_each(inputs)
+    assert any(claims for claims in expected), "the inputs hold claims"
+    pool = WorkerPool(
+        {EVALUATOR: OfflineEvaluator, EXTRACTOR: OfflineClaimExtractor}, 2, start_after=0
+    )
+    before = set(multiprocessing.active_children())
+    try:
+        extractor = PooledExtractor(OfflineClaimExtractor, pool)
+        evaluator = PooledEvaluator(OfflineEvaluator, pool=pool)
+        assert extractor.extract_each(inputs) == expected
+        assert extractor.extract_batch(inputs[:3]) == expected[:3]
+        started = set(multiprocessing.active_children()) - before
+        assert len(started) == 2
+        assert evaluator.evaluate_batch(items(2 * MIN_CHUNK)) == OfflineEvaluator().evaluate_batch(
+            items(2 * MIN_CHUNK)
+        )
+        assert set(multiprocessing.active_children()) - before == started, "the same workers"
+        evaluator.close()
+        assert extractor.extract_each(inputs[:1]) == expected[:1], "the pool's owner closes it"
+    finally:
+        pool.close()
+    assert not set(multiprocessing.active_children()) - before
+
+
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         PooledEvaluator(OfflineEvaluator, 0)
@@ -83,6 +136,8 @@ def test_the_factory_sizes_the_pool_from_eval_workers(tmp_path: Path) -> None:
     try:
         assert isinstance(agents.evaluator, PooledEvaluator)
         assert agents.evaluator.workers == 3
+        assert isinstance(agents.extractor, PooledExtractor)
+        assert agents.extractor.pool is agents.evaluator.pool
     finally:
         agents.close()
     assert eval_workers(load_config(env=env)) == (os.cpu_count() or 1)
