@@ -29,7 +29,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from aclarai.agents import (
@@ -41,7 +41,7 @@ from aclarai.agents import (
     VectorIndex,
 )
 from aclarai.daemon.config import ProcessingSettings, WindowSize
-from aclarai.daemon.notesync import NoteSync, SyncedNote
+from aclarai.daemon.notesync import NoteSync, NoteWrite, SyncedNote
 from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
 from aclarai.daemon.vault import NoteContent, NoteFile
 from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
@@ -186,6 +186,9 @@ class _Graded:
     grade: GradeWrite
     written: int = 0
     """How many of ``grade.scores`` the store took."""
+    written_note: NoteWrite | None = None
+    """The rewrite of the note, once written (``None``: its comments did not change)."""
+    blocks_written: int = 0
 
 
 class _Outage(threading.Event):
@@ -282,8 +285,9 @@ class DirtyBlockConsumer:
         outage: _Outage,
     ) -> None:
         """One take, in stages: grade each note (on the pool, so model calls overlap), write
-        every grade to the store in one call, rewrite each graded note (on the pool), then
-        complete the entries that went through in one queue write. An entry leaves the queue
+        every grade to the store in one call, rewrite each graded note (on the pool), record
+        the rewritten notes in the store in one call, then complete the entries that went
+        through in one queue write. An entry leaves the queue
         only once its note's grade and rewrite are both written; a note that fails a stage
         leaves the take there, under the error policy of :meth:`_step`."""
         list(pool.map(lambda note: self._step(note, self._grade, stop, outage), notes))
@@ -293,9 +297,10 @@ class DirtyBlockConsumer:
         ready = [note for note in graded if note.graded is not None]
         list(
             pool.map(
-                lambda note: self._step(note, self._write_back, None, outage, started=True), ready
+                lambda note: self._step(note, self._rewrite, None, outage, started=True), ready
             )
         )
+        self._record_writes([note for note in ready if note.graded is not None], outage)
         self.queue.complete(entry for note in notes for entry in note.done)
 
     def _step(
@@ -454,7 +459,11 @@ class DirtyBlockConsumer:
         ]
         records: list[ScoreRecord] = []
         if pending:
-            window = {b.id: self._window_texts(parsed.blocks, b) for b, _ in pending}
+            # One window per block, not per claim.
+            window = {
+                bid: self._window_texts(parsed.blocks, blocks[bid])
+                for bid in dict.fromkeys(b.id for b, _ in pending)
+            }
             scores = self.evaluator.evaluate_batch(
                 [EvalItem(c.text, b.text, window[b.id], c.id) for b, c in pending]
             )
@@ -495,7 +504,10 @@ class DirtyBlockConsumer:
                 log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
             fresh = {(r.claim_id, r.block_id): r for r in records}
             claims_by_block = {
-                bid: [replace(c, score=fresh.get((c.id, bid), c.score)) for c in claims]
+                bid: [
+                    StoredClaim(c.id, c.block_id, c.text, fresh.get((c.id, bid), c.score))
+                    for c in claims
+                ]
                 for bid, claims in claims_by_block.items()
             }
         if to_extract or pending:
@@ -542,9 +554,9 @@ class DirtyBlockConsumer:
         [note.graded.written] = self.store.write_grades([note.graded.grade])
         note.stats.scores_written += note.graded.written
 
-    def _write_back(self, note: _NoteWork) -> None:
-        """Stage three: rewrite the note's score comments with one conditional atomic write,
-        record the new file state and ``ver``s, and settle its entries."""
+    def _rewrite(self, note: _NoteWork) -> None:
+        """Stage three: rewrite the note's score comments with one conditional atomic write
+        (``note.graded.written_note`` says what was written, for the store to record)."""
         g = note.graded
         assert g is not None
         rel, stats, blocks = note.rel, note.stats, g.blocks
@@ -584,18 +596,41 @@ class DirtyBlockConsumer:
             # Record what we wrote, not what is on disk now: a user edit that landed after the
             # rename must still look like a change to the next sync.
             written = NoteFile(rel, path, st.st_mtime_ns, len(data))
-            self.notes.written(
+            g.written_note = NoteWrite(
                 synced,
                 NoteContent(written, data, rewrite.text, sha256_bytes(data)),
                 rewrite.layout,
                 rewrite.versions,
             )
-            log.info("%s: scores written for %d block(s)", rel, len(rewrite.changed))
+            g.blocks_written = len(rewrite.changed)
+
+    def _record_writes(self, notes: list[_NoteWork], outage: _Outage) -> None:
+        """Stage four: the store learns the state and ``ver``s of every note the take rewrote,
+        in one call; then each note's entries settle."""
+        rewritten = [
+            (note, note.graded.written_note)
+            for note in notes
+            if note.graded is not None and note.graded.written_note is not None
+        ]
+        try:
+            self.notes.written_many([write for _, write in rewritten])
+        except Exception as exc:
+            for note, _ in rewritten:
+                self._step(note, _nothing, None, outage, started=True, failure=exc)
+        for note in notes:
+            if note.graded is not None:
+                self._step(note, self._settle_note, None, outage, started=True)
+
+    def _settle_note(self, note: _NoteWork) -> None:
+        g = note.graded
+        assert g is not None
+        if g.written_note is not None:
+            log.info("%s: scores written for %d block(s)", note.rel, g.blocks_written)
         else:
-            log.info("%s: %d block(s) processed, note unchanged", rel, len(g.targets))
+            log.info("%s: %d block(s) processed, note unchanged", note.rel, len(g.targets))
         for bid in g.edited:
             self._unwritten.pop(bid, None)
-        note.done = self._settle(rel, g.present, g.failed, stats)
+        note.done = self._settle(note.rel, g.present, g.failed, note.stats)
 
     def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:
         """Whether the block's score comments were made for another text: its claims were

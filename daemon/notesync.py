@@ -106,6 +106,27 @@ def live_blocks(store: GraphStore) -> Iterator[StoredBlock]:
         yield from store.blocks_of_file(path)
 
 
+@dataclass(frozen=True, slots=True)
+class NoteWrite:
+    """Our rewrite of a synced note's score comments, for :meth:`NoteSync.written_many`."""
+
+    before: SyncedNote
+    content: NoteContent
+    """The bytes written, with the file's stat right after the write."""
+    layout: NoteLayout
+    versions: dict[str, int]
+    """The new ``ver`` of each block whose comments changed."""
+
+
+def _after(write: NoteWrite) -> SyncedNote:
+    """The note as the store holds it once ``write`` is recorded."""
+    versions = write.versions
+    records = tuple(
+        replace(r, version=versions[r.id]) if r.id in versions else r for r in write.before.records
+    )
+    return SyncedNote(write.content, write.layout, records, seen=_stat(write.content.note))
+
+
 class _Look(enum.Enum):
     """Which notes a sync reads and parses."""
 
@@ -259,20 +280,34 @@ class NoteSync:
         If the store was synced to other bytes meanwhile (an edit the user then undid, so the
         conditional write went through), the written note is synced in full instead.
         """
+        [synced] = self.written_many([NoteWrite(before, content, layout, versions)])
+        return synced
+
+    def written_many(self, writes: Sequence[NoteWrite]) -> list[SyncedNote]:
+        """:meth:`written` for many notes, in order: one file-state read and one store call
+        for all of them (and a full sync for each that the store moved on from)."""
+        if not writes:
+            return []
         with self.lock:
-            state = self.store.file_states([before.rel]).get(before.rel)
-            if state is None or state.sha256 != before.content.sha256:
-                read = _Read(content.note, content, layout)
-                [synced] = self._flush([read], {}, SyncReport(), False)
-                self._lost.update(dict.fromkeys(synced.removed, synced.rel))
-                return synced
-            self.store.record_write(file_state(content), versions)
-            records = tuple(
-                replace(r, version=versions[r.id]) if r.id in versions else r
-                for r in before.records
-            )
-            seen = _stat(content.note)
-            return self._remember(SyncedNote(content, layout, records, seen=seen))
+            states = self.store.file_states([w.before.rel for w in writes])
+            recorded = []
+            result: list[SyncedNote | None] = []
+            for w in writes:
+                state = states.get(w.before.rel)
+                if state is None or state.sha256 != w.before.content.sha256:
+                    read = _Read(w.content.note, w.content, w.layout)
+                    [synced] = self._flush([read], {}, SyncReport(), False)
+                    self._lost.update(dict.fromkeys(synced.removed, synced.rel))
+                    result.append(synced)
+                else:
+                    recorded.append(w)
+                    result.append(None)
+            self.store.record_writes([(file_state(w.content), w.versions) for w in recorded])
+            done = iter(recorded)
+            return [
+                self._remember(_after(next(done))) if synced is None else synced
+                for synced in result
+            ]
 
     def forget_note(self, rel: str) -> None:
         """Drop what is remembered of ``rel`` (its write-back met a changed note)."""

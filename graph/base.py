@@ -226,6 +226,15 @@ class GraphStore(ABC):
         Other ids are ignored: this never adds, moves, restores or reports blocks.
         """
 
+    def record_writes(self, writes: Sequence[tuple[FileState, Mapping[str, int]]]) -> None:
+        """:meth:`record_write` for each of many notes, in order.
+
+        A store that can do so records them all in one transaction: the consumer hands it
+        every note a take rewrote. This default makes one call per note.
+        """
+        for state, versions in writes:
+            self.record_write(state, versions)
+
     @abstractmethod
     def forget_files(self, paths: Iterable[str]) -> list[str]:
         """Drop these files' states; return the ids of live blocks that were in them."""

@@ -357,15 +357,28 @@ class Neo4jStore(GraphStore):
         return results
 
     def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
-        params = {
-            "path": state.path,
-            "mtime_ns": state.mtime_ns,
-            "size": state.size,
-            "sha256": state.sha256,
-            "blocks": [{"id": i, "version": v} for i, v in versions.items()],
-            "now": utc_now(),
-        }
-        self._query("record_write", cypher.RECORD_WRITE, params, write=True)
+        self.record_writes([(state, versions)])
+
+    def record_writes(self, writes: Sequence[tuple[FileState, Mapping[str, int]]]) -> None:
+        """See GraphStore: one transaction for them all."""
+        if not writes:
+            return
+        now = utc_now()
+        steps = [
+            _Step(
+                cypher.RECORD_WRITE,
+                {
+                    "path": state.path,
+                    "mtime_ns": state.mtime_ns,
+                    "size": state.size,
+                    "sha256": state.sha256,
+                    "blocks": [{"id": i, "version": v} for i, v in versions.items()],
+                    "now": now,
+                },
+            )
+            for state, versions in writes
+        ]
+        self._transaction("record_writes", steps)
 
     def forget_files(self, paths: Iterable[str]) -> list[str]:
         paths = list(dict.fromkeys(paths))

@@ -336,13 +336,24 @@ class SqliteStore(GraphStore):
         return results
 
     def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
+        self.record_writes([(state, versions)])
+
+    def record_writes(self, writes: Sequence[tuple[FileState, Mapping[str, int]]]) -> None:
+        """See GraphStore: one transaction for them all."""
         now = utc_now()
-        with self._write("record_write") as conn:
+        with self._write("record_writes") as conn:
             conn.executemany(
                 _RECORD_VERSION,
-                [(v, now, block_id, state.path, v) for block_id, v in versions.items()],
+                [
+                    (v, now, block_id, state.path, v)
+                    for state, versions in writes
+                    for block_id, v in versions.items()
+                ],
             )
-            conn.execute(_UPSERT_FILE, (state.path, state.mtime_ns, state.size, state.sha256))
+            conn.executemany(
+                _UPSERT_FILE,
+                [(state.path, state.mtime_ns, state.size, state.sha256) for state, _ in writes],
+            )
 
     def forget_files(self, paths: Iterable[str]) -> list[str]:
         paths_json = _json_list(paths)

@@ -400,6 +400,26 @@ def test_write_scores_skips_stale_hashes_and_unknown_edges(store: GraphStore) ->
     assert store.write_scores([]) == 0
 
 
+def test_record_writes_records_each_note_as_record_write_does(store: GraphStore) -> None:
+    store.sync_files([note("a.md", "alpha.", "beta."), note("b.md", "gamma.")])
+
+    store.record_writes(
+        [
+            (FileState("a.md", 7, 70, "1" * 64), {"a-0": 2, "b-0": 9, "ghost": 4}),
+            (FileState("b.md", 8, 80, "2" * 64), {"b-0": 3}),
+        ]
+    )
+
+    states = store.file_states()
+    assert states["a.md"] == FileState("a.md", 7, 70, "1" * 64)
+    assert states["b.md"] == FileState("b.md", 8, 80, "2" * 64)
+    blocks = store.get_blocks(["a-0", "a-1", "b-0", "ghost"])
+    assert (blocks["a-0"].version, blocks["a-1"].version) == (2, 1)
+    assert blocks["b-0"].version == 3, "a version is recorded only for a block of its own note"
+    assert "ghost" not in blocks
+    store.record_writes([])
+
+
 def test_write_grades_replaces_claims_then_scores_each_grade_in_order(store: GraphStore) -> None:
     _scored_store(store)
     store.sync_files([note("b.md", "carol: the build passed.")])
