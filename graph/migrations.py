@@ -127,6 +127,13 @@ def m006_edges_by_score_state(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX edges_null_score ON edges (claim_id) WHERE {NULL_SCORED}")
 
 
+def m007_drop_blocks_hash(conn: sqlite3.Connection) -> None:
+    # No query looks a block up by its hash (a score write checks the hash on the row it finds
+    # by id), and a hash is a random key: the index cost a write to a random page per block
+    # synced, 60% of a cold sync's store time.
+    conn.execute("DROP INDEX IF EXISTS blocks_hash")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
@@ -134,6 +141,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_edges_by_quality,
     m005_utc_stamps,
     m006_edges_by_score_state,
+    m007_drop_blocks_hash,
 )
 
 

@@ -69,6 +69,8 @@ def test_blank_database_gets_the_whole_schema(conn: sqlite3.Connection) -> None:
         "omitted",
     } <= set(_columns(conn, "edges"))
     assert {"edges_block", "edges_quality"} <= _indexes(conn, "edges")
+    assert "blocks_hash" not in _indexes(conn, "blocks"), "no query reads it; every sync wrote it"
+    assert "blocks_file" in _indexes(conn, "blocks")
     assert migrate(conn) == [], "a second run applies nothing"
 
 
