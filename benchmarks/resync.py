@@ -10,8 +10,8 @@ Phases, each in its own process so peak RSS is per phase:
   scan   cold parse + store sync (+ enqueue), no evaluation
   full   cold end to end on a fresh copy: parse, sync, extract, evaluate (offline), write back
   warm   a second resync over the unchanged vault
-Targets (2 cores): scan >= 5,000 blocks/s, full >= 1,000 blocks/s, warm >= 50,000 blocks/s,
-RSS <= 250 MB.
+Targets (2 cores, 10,000 notes / 100,000 blocks): scan >= 25,000 blocks/s, full >= 1,500
+blocks/s, warm >= 150,000 blocks/s, RSS <= 250 MB.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def main() -> None:
                 check=True,
             )
             results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
-        targets = {"scan": 5_000, "full": 1_000, "warm": 50_000}
+        targets = {"scan": 25_000, "full": 1_500, "warm": 150_000}
         print(
             f"{'phase':<6} {'blocks':>8} {'seconds':>8} {'CPU s':>7} {'blocks/s':>10}"
             f" {'target':>8} {'claims/s':>9} {'RSS MB':>7}"
