@@ -287,9 +287,9 @@ class DirtyBlockConsumer:
         """One take, in stages: grade each note (on the pool, so model calls overlap), write
         every grade to the store in one call, rewrite each graded note (on the pool), record
         the rewritten notes in the store in one call, then complete the entries that went
-        through in one queue write. An entry leaves the queue
-        only once its note's grade and rewrite are both written; a note that fails a stage
-        leaves the take there, under the error policy of :meth:`_step`."""
+        through in one queue write. An entry leaves the queue only once its note's grade and
+        rewrite are both written; a note that fails a stage leaves the take there, under the
+        error policy of :meth:`_step`."""
         list(pool.map(lambda note: self._step(note, self._grade, stop, outage), notes))
         graded = [note for note in notes if note.graded is not None]
         self._write_grades(graded, outage)
@@ -512,13 +512,14 @@ class DirtyBlockConsumer:
             }
         if to_extract or pending:
             self._model_answered()
+        rescored = {b.id for b, _ in pending}
         note.graded = _Graded(
             synced=synced,
             blocks=blocks,
             present=present,
             targets=targets,
             scored=scored,
-            rescored=sorted({b.id for b, _ in pending}, key=scored.index),
+            rescored=[bid for bid in scored if bid in rescored],
             edited=edited,
             failed=failed,
             claims_by_block=claims_by_block,
