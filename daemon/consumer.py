@@ -159,8 +159,13 @@ def _replaced(old: Sequence[StoredClaim], claims: Sequence[ClaimRecord]) -> list
     return list(listed.values())
 
 
-def _nothing(note: _NoteWork) -> None:
-    """The action of a step whose failure is already known."""
+def _raising(exc: BaseException) -> Callable[[_NoteWork], None]:
+    """A step's action that fails as a call made for many notes failed."""
+
+    def action(note: _NoteWork) -> None:
+        raise exc
+
+    return action
 
 
 @dataclass
@@ -184,11 +189,12 @@ class _Graded:
     claims_by_block: dict[str, list[StoredClaim]]
     """The claims of ``scored`` as the store holds them once ``grade`` is written."""
     grade: GradeWrite
-    written: int = 0
+    scores_taken: int = 0
     """How many of ``grade.scores`` the store took."""
     written_note: NoteWrite | None = None
     """The rewrite of the note, once written (``None``: its comments did not change)."""
     blocks_written: int = 0
+    """Blocks whose comments the rewrite changed."""
 
 
 class _Outage(threading.Event):
@@ -311,13 +317,11 @@ class DirtyBlockConsumer:
         outage: _Outage,
         *,
         started: bool = False,
-        failure: BaseException | None = None,
     ) -> None:
         """Run one stage of a note under the error policy; on failure the note leaves the take.
 
         An outage found by another note puts this one back untried; once its grade is
-        ``started`` (in the store already), only a graph store outage does. ``failure`` is
-        raised in place of ``action``: a store call made for many notes failed for each of them.
+        ``started`` (in the store already), only a graph store outage does.
         """
         rel, entries, stats = note.rel, note.entries, note.stats
         if stop is not None and stop.is_set():
@@ -329,8 +333,6 @@ class DirtyBlockConsumer:
             self.queue.release(entries, delay_s=STORE_RETRY_S)
             return
         try:
-            if failure is not None:
-                raise failure
             action(note)
             return
         except WriteConflict as exc:
@@ -368,10 +370,10 @@ class DirtyBlockConsumer:
     ) -> None:
         """An outage (graph store or model endpoint) is not this note's fault: no attempt is
         spent, so a long one never turns queued work into dead letters."""
-        if isinstance(exc, StoreUnavailable):
-            outage.store_down = True
+        store_down = isinstance(exc, StoreUnavailable)
+        outage.store_down |= store_down
         outage.set()
-        if isinstance(exc, StoreUnavailable):
+        if store_down:
             stats.store_errors.append(str(exc))
             self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
             log.warning("graph store unavailable; %s stays queued: %s", rel, exc)
@@ -527,33 +529,40 @@ class DirtyBlockConsumer:
         )
 
     def _write_grades(self, notes: list[_NoteWork], outage: _Outage) -> None:
-        """Stage two: every grade of the take in one store call (one transaction on SQLite).
+        """Stage two: every grade of the take in one store call (one transaction on SQLite)."""
 
-        When the store is unavailable every note waits for it; when the call fails otherwise,
-        each note's grade is written alone, so one bad note fails alone.
-        """
-        graded = [(note, note.graded) for note in notes if note.graded is not None]
-        if not graded:
+        def write(group: list[_NoteWork]) -> None:
+            grades = [n.graded for n in group if n.graded is not None]
+            counts = self.store.write_grades([g.grade for g in grades])
+            for note, g, count in zip(group, grades, counts, strict=True):
+                g.scores_taken = count
+                note.stats.scores_written += count
+
+        self._for_the_take(
+            [n for n in notes if n.graded is not None], write, "writing their grades", outage
+        )
+
+    def _for_the_take(
+        self,
+        notes: list[_NoteWork],
+        call: Callable[[list[_NoteWork]], None],
+        what: str,
+        outage: _Outage,
+    ) -> None:
+        """``call`` once for all ``notes`` of a take, graded already: only a graph store outage
+        holds them back, and then every note waits for the store. When the call fails otherwise
+        it is made for each note alone, so one bad note fails alone."""
+        if not notes:
             return
         try:
-            written = self.store.write_grades([g.grade for _, g in graded])
+            call(notes)
         except StoreUnavailable as exc:
-            for note, _ in graded:
-                self._step(note, _nothing, None, outage, started=True, failure=exc)
-            return
+            for note in notes:
+                self._step(note, _raising(exc), None, outage, started=True)
         except Exception as exc:
-            log.info("writing %d grades at once failed (%s); writing each alone", len(graded), exc)
-            for note, _ in graded:
-                self._step(note, self._write_grade_alone, None, outage)
-            return
-        for (note, g), count in zip(graded, written, strict=True):
-            g.written = count
-            note.stats.scores_written += count
-
-    def _write_grade_alone(self, note: _NoteWork) -> None:
-        assert note.graded is not None
-        [note.graded.written] = self.store.write_grades([note.graded.grade])
-        note.stats.scores_written += note.graded.written
+            log.info("%s for %d notes at once failed (%s); one at a time", what, len(notes), exc)
+            for note in notes:
+                self._step(note, lambda n: call([n]), None, outage, started=True)
 
     def _rewrite(self, note: _NoteWork) -> None:
         """Stage three: rewrite the note's score comments with one conditional atomic write
@@ -562,7 +571,7 @@ class DirtyBlockConsumer:
         assert g is not None
         rel, stats, blocks = note.rel, note.stats, g.blocks
         claims_by_block = g.claims_by_block
-        if g.written != len(g.grade.scores):
+        if g.scores_taken != len(g.grade.scores):
             # A block's text moved on since it was graded (its stale scores were not written):
             # the comments follow what the store holds.
             claims_by_block = self.store.claims_of_blocks(g.scored)
@@ -604,20 +613,22 @@ class DirtyBlockConsumer:
                 rewrite.versions,
             )
             g.blocks_written = len(rewrite.changed)
+        # The write-back reached the note: a retry after a failure to record it (or to settle)
+        # must not take these blocks' comments for an older text's and bump their ``ver`` again.
+        for bid in g.edited:
+            self._unwritten.pop(bid, None)
 
     def _record_writes(self, notes: list[_NoteWork], outage: _Outage) -> None:
         """Stage four: the store learns the state and ``ver``s of every note the take rewrote,
         in one call; then each note's entries settle."""
-        rewritten = [
-            (note, note.graded.written_note)
-            for note in notes
-            if note.graded is not None and note.graded.written_note is not None
-        ]
-        try:
-            self.notes.written_many([write for _, write in rewritten])
-        except Exception as exc:
-            for note, _ in rewritten:
-                self._step(note, _nothing, None, outage, started=True, failure=exc)
+
+        def record(group: list[_NoteWork]) -> None:
+            self.notes.written(
+                [n.graded.written_note for n in group if n.graded and n.graded.written_note]
+            )
+
+        rewritten = [n for n in notes if n.graded is not None and n.graded.written_note]
+        self._for_the_take(rewritten, record, "recording their rewrites", outage)
         for note in notes:
             if note.graded is not None:
                 self._step(note, self._settle_note, None, outage, started=True)
@@ -629,8 +640,6 @@ class DirtyBlockConsumer:
             log.info("%s: scores written for %d block(s)", note.rel, g.blocks_written)
         else:
             log.info("%s: %d block(s) processed, note unchanged", note.rel, len(g.targets))
-        for bid in g.edited:
-            self._unwritten.pop(bid, None)
         note.done = self._settle(note.rel, g.present, g.failed, note.stats)
 
     def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:

@@ -108,7 +108,7 @@ def live_blocks(store: GraphStore) -> Iterator[StoredBlock]:
 
 @dataclass(frozen=True, slots=True)
 class NoteWrite:
-    """Our rewrite of a synced note's score comments, for :meth:`NoteSync.written_many`."""
+    """Our rewrite of a synced note's score comments, for :meth:`NoteSync.written`."""
 
     before: SyncedNote
     content: NoteContent
@@ -271,21 +271,14 @@ class NoteSync:
             kept = self._originals(rel, records, stored, {})[0]
             return self._remember(SyncedNote(content, layout, tuple(kept), seen=_stat(note)))
 
-    def written(
-        self, before: SyncedNote, content: NoteContent, layout: NoteLayout, versions: dict[str, int]
-    ) -> SyncedNote:
-        """Record our rewrite of ``before``'s score comments (same blocks, new ``ver``s): the
-        store learns the new file state and versions; no block is synced again.
+    def written(self, writes: Sequence[NoteWrite]) -> list[SyncedNote]:
+        """Record our rewrites of notes' score comments (same blocks, new ``ver``s), in order:
+        the store learns each note's new file state and versions, all in one call; no block is
+        synced again.
 
-        If the store was synced to other bytes meanwhile (an edit the user then undid, so the
-        conditional write went through), the written note is synced in full instead.
+        A note whose store was synced to other bytes meanwhile (an edit the user then undid, so
+        the conditional write went through) is synced in full instead.
         """
-        [synced] = self.written_many([NoteWrite(before, content, layout, versions)])
-        return synced
-
-    def written_many(self, writes: Sequence[NoteWrite]) -> list[SyncedNote]:
-        """:meth:`written` for many notes, in order: one file-state read and one store call
-        for all of them (and a full sync for each that the store moved on from)."""
         if not writes:
             return []
         with self.lock:

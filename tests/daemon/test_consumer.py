@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +20,8 @@ from aclarai.daemon.factory import build_agents, build_queue, build_store, build
 from aclarai.daemon.notesync import NoteSync, SyncReport
 from aclarai.daemon.queue import Dirty, DurableQueue
 from aclarai.daemon.watcher import OwnWrites, note_signature
-from aclarai.graph import GraphStore
-from aclarai.parsers import EvaluationError, parse_note
+from aclarai.graph import FileState, GradeWrite, GraphStore, SqliteStore
+from aclarai.parsers import EvaluationError, StoreError, parse_note
 
 
 class FixedEvaluator(Evaluator):
@@ -116,14 +116,15 @@ class Rig:
 
 @pytest.fixture
 def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    """``make_rig(files, extractor_class=FlakyExtractor, on_write=None)``: a vault synced and
-    drained once."""
+    """``make_rig(files, extractor_class=FlakyExtractor, on_write=None, store_class=None)``: a
+    vault synced and drained once (``store_class``: a SqliteStore subclass in the state folder)."""
     made: list[Rig] = []
 
     def create(
         files: dict[str, str],
         extractor_class: type[FlakyExtractor] = FlakyExtractor,
         on_write: Callable[[str, os.stat_result], None] | None = None,
+        store_class: type[SqliteStore] | None = None,
     ) -> Rig:
         vault = tmp_path / "vault"
         vault.mkdir()
@@ -131,7 +132,8 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
             (vault / rel).write_text(text)
         config = load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
         state = config.state_dir_for(vault)
-        store, queue = build_store(config, state), build_queue(config, state)
+        store = build_store(config, state) if store_class is None else store_class(state / "g.db")
+        queue = build_queue(config, state)
         notes = NoteSync(build_vault(config, vault), store, queue)
         evaluator = FixedEvaluator()
         extractor = extractor_class(build_agents(config, state).extractor)
@@ -305,6 +307,60 @@ def test_one_failing_block_fails_alone(make_rig) -> None:
     rig.drain_all()
     assert rig.block("n.md", "X") == (4, SCORED)
     assert rig.queue.entries() == []
+
+
+class RefusingStore(SqliteStore):
+    """A real store that refuses, for one test, the take-wide writes naming one note's blocks."""
+
+    refuse: tuple[str, str] | None = None
+    """(method, block id): ``write_grades`` or ``record_writes`` fails when it names the block."""
+
+    def write_grades(self, grades: Sequence[GradeWrite]) -> list[int]:
+        if (
+            self.refuse is not None
+            and self.refuse[0] == "write_grades"
+            and any(self.refuse[1] in g.claims for g in grades)
+        ):
+            raise StoreError(f"refused block {self.refuse[1]}")
+        return super().write_grades(grades)
+
+    def record_writes(self, writes: Sequence[tuple[FileState, Mapping[str, int]]]) -> None:
+        if (
+            self.refuse is not None
+            and self.refuse[0] == "record_writes"
+            and any(self.refuse[1] in versions for _, versions in writes)
+        ):
+            raise StoreError(f"refused block {self.refuse[1]}")
+        super().record_writes(writes)
+
+
+@pytest.mark.parametrize("method", ["write_grades", "record_writes"])
+def test_a_note_the_store_refuses_fails_alone_in_its_take(make_rig, method: str) -> None:
+    rig = make_rig(
+        {
+            "a.md": "alice: The deploy failed on Tuesday.\n<!-- aclarai:id=A ver=1 -->\n",
+            "b.md": "bob: Bob rolled back to v2.3.\n<!-- aclarai:id=B ver=1 -->\n",
+        },
+        store_class=RefusingStore,
+    )
+    rig.store.refuse = (method, "B")
+    rig.edit("a.md", "Tuesday", "Wednesday")
+    rig.edit("b.md", "v2.3", "v2.4")
+
+    stats = rig.consumer.drain()
+
+    assert (stats.failures, stats.files_processed) == (1, 2)
+    assert rig.block("a.md", "A") == (3, SCORED), "the other note of the take went through"
+    [entry] = rig.queue.entries()
+    assert (entry.block_id, entry.attempts) == ("B", 1)
+    assert "refused block B" in (entry.last_error or "")
+    assert "v2.4" in (rig.vault / "b.md").read_text(), "the user's edit is kept"
+
+    rig.store.refuse = None
+    rig.drain_all()
+    assert rig.queue.entries() == []
+    assert rig.block("b.md", "B") == (3, SCORED)
+    assert rig.claims("B") == ["Bob rolled back to v2.4."]
 
 
 def test_drain_stats_say_when_the_model_did_nothing_useful() -> None:
