@@ -31,9 +31,9 @@ def main() -> None:
     from vaultgen import generate_vault
 
     from aclarai.daemon.config import load_config
-    from aclarai.daemon.dashboard import write_dashboard
     from aclarai.daemon.factory import build_queue, build_store
-    from aclarai.daemon.resync import resync
+    from aclarai.daemon.loop.resync import resync
+    from aclarai.daemon.reports.dashboard import write_dashboard
 
     with tempfile.TemporaryDirectory(prefix="aclarai-bench-") as tmp:
         vault, state = Path(tmp) / "vault", Path(tmp) / "state"

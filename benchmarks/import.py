@@ -116,7 +116,7 @@ def slack_export(path: Path, days: int, messages: int, rng: random.Random) -> in
 
 
 def run_import(source: Path, vault: Path) -> dict[str, float]:
-    from aclarai.daemon.importer import import_sources
+    from aclarai.daemon.intake.importer import import_sources
 
     started = time.perf_counter()
     cpu_started = time.process_time()

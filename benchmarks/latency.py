@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from vaultgen import generate_vault, utterance
 
-from aclarai.daemon.queue import DurableQueue
+from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import Block, parse_note
 
 POLL_S = 0.005

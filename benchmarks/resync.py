@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def run_phase(phase: str, vault: Path, state: Path) -> dict[str, float]:
     from aclarai.daemon.config import load_config
     from aclarai.daemon.factory import build_queue, build_store, build_vault
-    from aclarai.daemon.notesync import NoteSync
-    from aclarai.daemon.resync import resync
+    from aclarai.daemon.loop.resync import resync
+    from aclarai.daemon.vault.notesync import NoteSync
 
     config = load_config(env={"ACLARAI_STATE_DIR": str(state)})
     started = time.perf_counter()

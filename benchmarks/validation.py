@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from labelled_data import TRUE_SETS, data_dir, load_true
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.factory import build_service_core
-from aclarai.daemon.validate import format_report, validate
+from aclarai.daemon.service.core import build_service_core
+from aclarai.daemon.service.validate import format_report, validate
 
 
 def halueval_events(folder: Path, limit: int | None) -> list[bytes]:

@@ -1,6 +1,14 @@
-"""All of aclarai's I/O: the CLI, configuration, the vault and its one note-sync path, the
-durable queue, the DirtyBlockConsumer, the file writer, the watch loop, import and the dashboard;
-``service/`` holds the evaluation service (HTTP, the Redis Stream worker, batch evaluation, MCP)."""
+"""All of aclarai's I/O. Start at :mod:`.cli` (every command: parse, build, call one function),
+:mod:`.config` (the one configuration object) and :mod:`.factory` (configuration to concrete
+parts). The rooms below them, each importing only the rooms after it:
+
+- ``loop/``: the daemon and ``aclarai resync``, the watcher, the DirtyBlockConsumer;
+- ``service/``: the evaluation service (HTTP, the Redis Stream worker, MCP, evaluate, validate);
+- ``reports/``: what people read (status, claims, the dashboard note);
+- ``intake/``: the ways notes come in (chat exports, the inbox, adopting ordinary notes);
+- ``vault/``: one vault on disk and its state (notes read, written and synced, the durable
+  queue, the lock, the control rows).
+"""
 
 from aclarai.daemon.config import Config, load_config
 

@@ -53,8 +53,8 @@ def _vault(args: argparse.Namespace, config: Config) -> Path:
 
 
 def cmd_resync(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.control import hand_resync_to_daemon
-    from aclarai.daemon.resync import format_summary, resync, terminal_progress
+    from aclarai.daemon.loop.remote import hand_resync_to_daemon
+    from aclarai.daemon.loop.resync import format_summary, resync, terminal_progress
 
     vault = _vault(args, config)
     if not args.log_level:
@@ -85,14 +85,14 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_status(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.status import collect_status, format_status
+    from aclarai.daemon.reports.status import collect_status, format_status
 
     print(format_status(collect_status(config, _vault(args, config), verify=args.verify)))
     return 0
 
 
 def cmd_claims(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.claims import claim_json, format_claim, list_claims
+    from aclarai.daemon.reports.claims import claim_json, format_claim, list_claims
 
     refs = list_claims(
         config, _vault(args, config), below=args.below, note=args.note, failed=args.null
@@ -128,8 +128,8 @@ def _open_input(name: str) -> BinaryIO:
 
 
 def _evaluate_events(args: argparse.Namespace, config: Config, source: BinaryIO) -> int:
-    from aclarai.daemon.factory import build_service_core
     from aclarai.daemon.service.answer_batch import format_event_summary, run_event_batch
+    from aclarai.daemon.service.core import build_service_core
 
     core = build_service_core(config)
     try:
@@ -150,8 +150,8 @@ def _evaluate_events(args: argparse.Namespace, config: Config, source: BinaryIO)
 def cmd_validate(args: argparse.Namespace, config: Config) -> int:
     import json
 
-    from aclarai.daemon.factory import build_service_core
-    from aclarai.daemon.validate import format_report, validate
+    from aclarai.daemon.service.core import build_service_core
+    from aclarai.daemon.service.validate import format_report, validate
 
     source = _open_input(args.file)
     core = build_service_core(config)
@@ -181,7 +181,7 @@ def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
 def cmd_watch(args: argparse.Namespace, config: Config) -> int:
     import gc
 
-    from aclarai.daemon.loop import run_daemon
+    from aclarai.daemon.loop.daemon import run_daemon
 
     # Everything imported lives as long as the service: frozen, it costs the collector nothing,
     # neither in pauses nor at exit (seconds otherwise, against a 10 s stop budget).
@@ -190,7 +190,7 @@ def cmd_watch(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_pause(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.control import set_paused
+    from aclarai.daemon.loop.remote import set_paused
 
     paused = args.command == "pause"
     set_paused(config, _vault(args, config), paused)
@@ -201,7 +201,7 @@ def cmd_pause(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_install_service(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.systemd import install_service
+    from aclarai.daemon.loop.systemd import install_service
 
     vault = _vault(args, config)
     if not vault.is_dir():
@@ -236,7 +236,7 @@ def cmd_consume(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_import(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.factory import build_transcript_reader
-    from aclarai.daemon.importer import (
+    from aclarai.daemon.intake.importer import (
         format_report,
         import_limits,
         import_sources,
@@ -266,7 +266,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_adopt(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.adopt import adopt_files, format_adopt_report
+    from aclarai.daemon.intake.adopt import adopt_files, format_adopt_report
 
     report = adopt_files([Path(path) for path in args.paths], dry_run=args.dry_run)
     for error in report.errors:

@@ -22,9 +22,6 @@ from aclarai.agents import (
     LLMClaimExtractor,
     LLMClient,
     LLMEvaluator,
-    LLMPronounResolver,
-    LLMVerifier,
-    NLIQAPipeline,
     OpenAIEmbedder,
     PromptLibrary,
     ResultCache,
@@ -34,7 +31,6 @@ from aclarai.agents import (
     Utterance,
     VectorIndex,
     build_tool_factory,
-    llm_judges,
 )
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.agents.offline.extractor import OfflineClaimExtractor
@@ -46,14 +42,13 @@ from aclarai.agents.pool import (
     WorkerPool,
 )
 from aclarai.daemon.config import Config
-from aclarai.daemon.notesync import live_blocks
-from aclarai.daemon.queue import Backoff, DurableQueue
-from aclarai.daemon.service.core import ServiceCore, assemble_core, judge_specs
-from aclarai.daemon.vault import Vault
+from aclarai.daemon.vault.notes import Vault
+from aclarai.daemon.vault.notesync import live_blocks
+from aclarai.daemon.vault.queue import Backoff, DurableQueue
 from aclarai.graph import GraphStore
 
 if TYPE_CHECKING:
-    from aclarai.daemon.llm_import import LLMTranscriptReader
+    from aclarai.daemon.intake.transcripts import LLMTranscriptReader
 
 QUEUE_FILE = "queue.sqlite"
 LLM_ENDPOINTS_FILE = "llm-endpoints.json"
@@ -142,7 +137,7 @@ def build_transcript_reader(config: Config, state_dir: Path) -> LLMTranscriptRea
     if config.model.backend != "llm":
         return None
     # Imported here: the export readers are for `aclarai import` only.
-    from aclarai.daemon.llm_import import LLMTranscriptReader
+    from aclarai.daemon.intake.transcripts import LLMTranscriptReader
 
     client, prompts, _ = _llm_parts(config, state_dir)
     claimify = config.model.claimify
@@ -229,33 +224,3 @@ class _OwningEvaluator(Evaluator):
     def close(self) -> None:
         self._agents.evaluator.close()
         self._agents.close()
-
-
-def build_service_core(config: Config) -> ServiceCore:
-    """The evaluation service's core: offline judges, or LLM-backed ones sharing the evaluator's
-    client (one rate limit, one usage count) when ``model.backend=llm``. The evaluator's cache
-    lives in the state folder of the configured vault (``vault.path``, else the current folder).
-    """
-    state_dir = config.state_dir_for(Path(config.vault.path or "."))
-    agents = build_agents(config, state_dir)
-    if agents.client is None or agents.prompts is None:
-        core = assemble_core(config.service, agents.evaluator)
-    else:
-        claimify = config.model.claimify
-        model = claimify.verification or claimify.default
-        client, prompts = agents.client, agents.prompts
-        core = assemble_core(
-            config.service,
-            agents.evaluator,
-            judges=llm_judges(client, prompts, model, judge_specs(config.service)),
-            nli=NLIQAPipeline(
-                agents.evaluator, LLMPronounResolver(client, model=model, prompts=prompts)
-            ),
-            verifier=LLMVerifier(client, model=model, prompts=prompts),
-        )
-    core.owned = (agents,)
-    core.extractor = agents.extractor
-    if agents.client is not None:
-        health = agents.client.health
-        core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None
-    return core

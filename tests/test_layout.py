@@ -24,6 +24,20 @@ CONCRETE_BACKENDS = {
 # A family of modules inside a room shows its own face, like the room's.
 SUBPACKAGE_FACES = ("aclarai.parsers.exports",)
 
+DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "cli"),
+    ("loop",),
+    ("service",),
+    ("reports",),
+    ("factory",),
+    ("intake",),
+    ("vault",),
+    ("config", "logs"),
+)
+"""daemon/'s sub-rooms and top-level modules, top first: each imports only what lies below it,
+so what two of them need lives below both."""
+DAEMON_TOP_MODULES_MAX = 15
+
 
 def _modules(room: str) -> list[Path]:
     """Every module of a room, its subpackages' included."""
@@ -81,6 +95,47 @@ def test_import_directions() -> None:
                     assert name in (f"aclarai.{target}", *SUBPACKAGE_FACES), (
                         f"{room}/{path.name} reaches past the public face: {name}"
                     )
+
+
+def _daemon_unit(name: str) -> str:
+    """The sub-room or top-level module of ``daemon/`` that a dotted name under it belongs to."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_daemon_rooms_import_one_way() -> None:
+    rank = {unit: depth for depth, layer in enumerate(DAEMON_LAYERS) for unit in layer}
+    daemon = ROOT / "daemon"
+    for path in _modules("daemon"):
+        unit = path.relative_to(daemon).parts[0].removesuffix(".py")
+        assert unit in rank, f"daemon/{unit} has no place in DAEMON_LAYERS"
+        for name in _imports(path):
+            if not name.startswith("aclarai.daemon"):
+                continue
+            target = _daemon_unit(name)
+            assert target in rank, f"{path.relative_to(ROOT)} imports {name}, placed nowhere"
+            assert target == unit or rank[target] > rank[unit], (
+                f"{path.relative_to(ROOT)} imports {name}: daemon/{target} does not lie below "
+                f"daemon/{unit}"
+            )
+
+
+def test_daemon_rooms_import_one_way_catches_an_upward_import(tmp_path: Path) -> None:
+    """The check above reads the modules' own imports: one reaching up is seen."""
+    path = tmp_path / "status.py"
+    path.write_text("from aclarai.daemon.loop.consumer import DrainStats\n")
+    rank = {unit: depth for depth, layer in enumerate(DAEMON_LAYERS) for unit in layer}
+    targets = {_daemon_unit(name) for name in _imports(path)}
+    assert targets == {"loop"} and rank["loop"] < rank["reports"]
+
+
+def test_daemon_keeps_few_modules_at_its_top() -> None:
+    top = sorted(p.name for p in (ROOT / "daemon").glob("*.py"))
+    assert len(top) <= DAEMON_TOP_MODULES_MAX, top
+    rooms = {p.parent.name for p in (ROOT / "daemon").glob("*/__init__.py")}
+    assert rooms == {unit for layer in DAEMON_LAYERS for unit in layer} - {
+        p.stem for p in (ROOT / "daemon").glob("*.py")
+    }
 
 
 def test_only_the_grammar_module_holds_aclarai_comment_regexes() -> None:
@@ -212,21 +267,36 @@ def test_only_the_neo4j_store_imports_the_driver() -> None:
     assert importers == ["graph/neo4j.py"]
     # And no command on the embedded store loads it: importing the rooms does not.
     probe = (
-        "import sys, aclarai.graph, aclarai.daemon.resync, aclarai.daemon.status, "
+        "import sys, aclarai.graph, aclarai.daemon.loop.resync, aclarai.daemon.reports.status, "
         "aclarai.daemon.cli; print('neo4j' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize(
-    "package",
-    ["agents.answers", "agents.llm", "agents.offline", "daemon.service", "parsers.exports"],
+SUBPACKAGES = sorted(
+    ".".join(p.parent.relative_to(ROOT).parts)
+    for room in ROOMS
+    for p in (ROOT / room).glob("*/__init__.py")
 )
+
+
+def test_every_subpackage_is_packaged() -> None:
+    """A sub-room missing from pyproject's package list would be left out of the wheel."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert [p for p in SUBPACKAGES if f'"aclarai.{p}"' not in pyproject] == []
+
+
+@pytest.mark.parametrize("package", SUBPACKAGES)
 def test_each_subpackage_shows_a_short_public_face(package: str) -> None:
     module = importlib.import_module(f"aclarai.{package}")
     assert module.__doc__, f"aclarai.{package} says what it holds"
-    for name in module.__all__:
+    exported = set(module.__all__)
+    folder = ROOT.joinpath(*package.split("."))
+    submodules = {p.stem for p in folder.glob("*.py")}
+    public = {name for name in vars(module) if not name.startswith("_")}
+    assert public - submodules - {"annotations"} <= exported
+    for name in exported:
         assert hasattr(module, name), f"aclarai.{package}.__all__ names missing {name}"
 
 
@@ -246,12 +316,12 @@ def test_only_the_note_sync_path_syncs_notes_to_the_store() -> None:
         for path in _modules(room)
         if _calls(path, "sync_files")
     ]
-    assert callers == ["daemon/notesync.py"]
+    assert callers == ["daemon/vault/notesync.py"]
 
 
 def test_the_watcher_never_reads_a_note() -> None:
     """It looks at files (stat) and leaves the one read to the note-sync path."""
-    tree = ast.parse((ROOT / "daemon" / "watcher.py").read_text())
+    tree = ast.parse((ROOT / "daemon" / "loop" / "watcher.py").read_text())
     reads = [
         node.func.attr
         for node in ast.walk(tree)

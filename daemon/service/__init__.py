@@ -1,11 +1,14 @@
-"""The evaluation service's I/O: the HTTP API, the Redis Stream worker, batch evaluation of
-JSON lines and the MCP server, all over one :class:`ServiceCore`."""
+"""The evaluation service: the HTTP API (:mod:`.api`), the Redis Stream worker
+(:mod:`.stream_worker`), the MCP server (:mod:`.mcp`), and ``aclarai evaluate`` and ``aclarai
+validate`` over JSON lines (:mod:`.batch_eval`, :mod:`.answer_batch`, :mod:`.validate`, one
+reader in :mod:`.jsonl`), all over one :class:`ServiceCore` (:mod:`.core`)."""
 
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
     ServiceCore,
     assemble_core,
+    build_service_core,
     parse_evaluate_payload,
 )
 
@@ -14,5 +17,6 @@ __all__ = [
     "EvaluateResponse",
     "ServiceCore",
     "assemble_core",
+    "build_service_core",
     "parse_evaluate_payload",
 ]

@@ -20,13 +20,13 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from aclarai.daemon.jsonl import JsonLine, read_json_lines
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
     ServiceCore,
     describe_validation_error,
 )
+from aclarai.daemon.service.jsonl import JsonLine, read_json_lines
 from aclarai.parsers import AclaraiError, EvaluatorUnavailable
 
 log = logging.getLogger(__name__)

@@ -36,7 +36,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.core import (
     MODEL_RETRY_AFTER_S,
     EvaluateRequest,
@@ -46,6 +45,7 @@ from aclarai.daemon.service.core import (
     ServiceCore,
     VerifyRequest,
     VerifyResponse,
+    build_service_core,
 )
 from aclarai.parsers import ConfigError, TransientError
 

@@ -16,7 +16,7 @@ from itertools import islice
 from typing import IO, Any
 
 from aclarai.agents import EvalItem, Evaluator
-from aclarai.daemon.jsonl import JsonLine, read_json_lines
+from aclarai.daemon.service.jsonl import JsonLine, read_json_lines
 
 CHUNK = 64
 

@@ -27,16 +27,20 @@ from aclarai.agents import (
     Interaction,
     Judge,
     JudgeSpec,
+    LLMPronounResolver,
+    LLMVerifier,
     NLIQAPipeline,
     PairScore,
     QAItem,
     RuleBasedPronounResolver,
     Verifier,
+    llm_judges,
     load_judge_specs,
     offline_judges,
     verify_claims,
 )
-from aclarai.daemon.config import ServiceSettings
+from aclarai.daemon.config import Config, ServiceSettings
+from aclarai.daemon.factory import build_agents
 from aclarai.parsers import EvaluatorUnavailable, PayloadError
 
 logger = logging.getLogger(__name__)
@@ -297,6 +301,36 @@ def assemble_core(
         verifier=verifier or EvaluatorVerifier(evaluator),
         evaluator=evaluator,
     )
+
+
+def build_service_core(config: Config) -> ServiceCore:
+    """The evaluation service's core: offline judges, or LLM-backed ones sharing the evaluator's
+    client (one rate limit, one usage count) when ``model.backend=llm``. The evaluator's cache
+    lives in the state folder of the configured vault (``vault.path``, else the current folder).
+    """
+    state_dir = config.state_dir_for(Path(config.vault.path or "."))
+    agents = build_agents(config, state_dir)
+    if agents.client is None or agents.prompts is None:
+        core = assemble_core(config.service, agents.evaluator)
+    else:
+        claimify = config.model.claimify
+        model = claimify.verification or claimify.default
+        client, prompts = agents.client, agents.prompts
+        core = assemble_core(
+            config.service,
+            agents.evaluator,
+            judges=llm_judges(client, prompts, model, judge_specs(config.service)),
+            nli=NLIQAPipeline(
+                agents.evaluator, LLMPronounResolver(client, model=model, prompts=prompts)
+            ),
+            verifier=LLMVerifier(client, model=model, prompts=prompts),
+        )
+    core.owned = (agents,)
+    core.extractor = agents.extractor
+    if agents.client is not None:
+        health = agents.client.health
+        core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None
+    return core
 
 
 def _pair(score: PairScore) -> PairOut:

@@ -22,9 +22,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from aclarai.agents import EvalItem, ExtractionInput, Utterance
-from aclarai.daemon.claims import list_claims
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_service_core
+from aclarai.daemon.reports.claims import list_claims
 from aclarai.daemon.service.core import (
     ClaimIn,
     DocumentIn,
@@ -33,6 +32,7 @@ from aclarai.daemon.service.core import (
     InteractionIn,
     ServiceCore,
     VerifyRequest,
+    build_service_core,
 )
 from aclarai.parsers import AclaraiError
 

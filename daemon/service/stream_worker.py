@@ -39,10 +39,10 @@ from typing import Any, Protocol, cast
 import redis
 
 from aclarai.daemon.config import Config, RedisSettings
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     ServiceCore,
+    build_service_core,
     parse_evaluate_payload,
 )
 from aclarai.parsers import BrokerUnavailable, PayloadError, TransientError

@@ -280,7 +280,7 @@ def test_a_short_answer_the_context_does_not_support_still_fails_early(make_eval
 
 def test_paris_for_the_capital_of_france_passes_with_the_offline_judges(tmp_path) -> None:
     from aclarai.daemon.config import load_config
-    from aclarai.daemon.factory import build_service_core
+    from aclarai.daemon.service.core import build_service_core
 
     config = load_config(env={"ACLARAI_STATE_DIR": str(tmp_path)}, overrides={})
     core = build_service_core(config)

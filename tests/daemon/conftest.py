@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.daemon.consumer import block_scores
+from aclarai.daemon.loop.consumer import block_scores
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
 

@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.api import create_app
-from aclarai.daemon.service.core import ServiceCore, assemble_core
+from aclarai.daemon.service.core import ServiceCore, assemble_core, build_service_core
 from aclarai.parsers import ConfigError, EvaluationError
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status
 from tests.agents.service_fakes import OverlapEvaluator, RaisingJudge

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.resync import resync
+from aclarai.daemon.loop.resync import resync
 from aclarai.parsers import AclaraiError
 
 GOOD = """alice: The deploy to staging failed twice on Tuesday.

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-import aclarai.daemon.notesync as notesync
-import aclarai.daemon.writer as writer
+import aclarai.daemon.vault.notesync as notesync
+import aclarai.daemon.vault.writer as writer
 from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
 from aclarai.daemon.config import ProcessingSettings, load_config
-from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.notesync import NoteSync, SyncReport
-from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.watcher import OwnWrites, note_signature
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.watcher import OwnWrites, note_signature
+from aclarai.daemon.vault.notesync import NoteSync, SyncReport
+from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.graph import FileState, GradeWrite, GraphStore, SqliteStore
 from aclarai.parsers import EvaluationError, StoreError, parse_note
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.config import ProcessingSettings, load_config
-from aclarai.daemon.consumer import MODEL_DOWN_META, DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.notesync import NoteSync
-from aclarai.daemon.status import collect_status, format_status
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
+from aclarai.daemon.reports.status import collect_status, format_status
+from aclarai.daemon.vault.control import MODEL_DOWN_META
+from aclarai.daemon.vault.notesync import NoteSync
 from tests.agents.scripted_llm import ScriptedLLMServer, scripted_llm_server, slow
 from tests.daemon.conftest import DaemonProcess, wait_until
 from tests.daemon.test_resync_llm import NOTES, llm_env, note_scores, responder

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.loop import run_daemon
-from aclarai.daemon.queue import DurableQueue
-from aclarai.daemon.resync import resync
-from aclarai.daemon.writer import TEMP_PREFIX
+from aclarai.daemon.loop.daemon import run_daemon
+from aclarai.daemon.loop.resync import resync
+from aclarai.daemon.vault.queue import DurableQueue
+from aclarai.daemon.vault.writer import TEMP_PREFIX
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import (

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.lock import is_held
-from aclarai.daemon.loop import run_daemon
+from aclarai.daemon.loop.daemon import run_daemon
+from aclarai.daemon.vault.lock import is_held
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import (
     GRACE_S,

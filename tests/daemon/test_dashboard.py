@@ -15,9 +15,9 @@ from markdown_it import MarkdownIt
 
 from aclarai.daemon.cli import main
 from aclarai.daemon.config import Config, load_config
-from aclarai.daemon.dashboard import DashboardRefresher
 from aclarai.daemon.factory import build_queue, build_store, build_vault
-from aclarai.daemon.resync import format_summary, resync
+from aclarai.daemon.loop.resync import format_summary, resync
+from aclarai.daemon.reports.dashboard import DashboardRefresher
 from aclarai.graph import GraphStore
 from aclarai.parsers import ConfigError
 from tests.daemon.conftest import DaemonProcess, note_text, wait_until

@@ -10,7 +10,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.resync import resync
+from aclarai.daemon.loop.resync import resync
 from aclarai.parsers import DailyQuality, DashboardData, render_dashboard
 from tests.fixtures.mermaid import (
     INSTALL_TIMEOUT_S,

@@ -37,7 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.resync import resync
+from aclarai.daemon.loop.resync import resync
 from aclarai.parsers import SCORE_NAMES, parse_note
 from tests.daemon.conftest import daemon_env
 from tests.parsers.test_properties import without_aclarai_comments

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.control import read_heartbeat
-from aclarai.daemon.queue import DurableQueue
-from aclarai.daemon.resync import resync
+from aclarai.daemon.loop.resync import resync
+from aclarai.daemon.vault.control import read_heartbeat
+from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import (
     QUIET_S,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.cli import main
-from aclarai.daemon.importer import ImportLimits, ImportReport, import_sources
-from aclarai.daemon.writer import create_many
+from aclarai.daemon.intake.importer import ImportLimits, ImportReport, import_sources
+from aclarai.daemon.vault.writer import create_many
 from aclarai.parsers import parse_note
 from tests.daemon.import_samples import (
     SLACK_DAY,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.inbox import Inbox, InboxWatcher, drain_inbox, inbox_for
+from aclarai.daemon.intake.inbox import Inbox, InboxWatcher, drain_inbox, inbox_for
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import QUIET_S, DaemonProcess, cli, daemon_env, wait_until
 from tests.daemon.import_samples import (

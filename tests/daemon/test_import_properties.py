@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclarai.daemon.importer import import_sources
+from aclarai.daemon.intake.importer import import_sources
 from aclarai.parsers import parse_note
 from tests.daemon.import_samples import chatgpt_conversation, chatgpt_export, write
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from aclarai.agents.answers.judges import MAX_FAITHFULNESS_SENTENCES, bounded_pair
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.core import build_service_core
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, slow
 from tests.daemon.service_helpers import evaluate_payload, make_config, running_app
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-import aclarai.daemon.loop
+import aclarai.daemon.loop.daemon
 from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_queue, build_store, build_vault
-from aclarai.daemon.loop import run_daemon
-from aclarai.daemon.notesync import NoteSync
+from aclarai.daemon.loop.daemon import run_daemon
+from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.graph import FileSync, GraphStore
 from aclarai.parsers import blocks, parse_note
 from tests.daemon.conftest import QUIET_S, daemon_env, note_text, wait_until
@@ -87,7 +87,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Counts]:
     for name, module in list(sys.modules.items()):
         if name.startswith("aclarai.") and getattr(module, "scan_note", None) is original:
             monkeypatch.setattr(module, "scan_note", counted_scan)
-    real_build_store = aclarai.daemon.loop.build_store
+    real_build_store = aclarai.daemon.loop.daemon.build_store
 
     def counted_store(*args: Any, **kwargs: Any) -> GraphStore:
         store = real_build_store(*args, **kwargs)
@@ -109,7 +109,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Counts]:
         store.file_states = states  # type: ignore[method-assign]
         return store
 
-    monkeypatch.setattr(aclarai.daemon.loop, "build_store", counted_store)
+    monkeypatch.setattr(aclarai.daemon.loop.daemon, "build_store", counted_store)
     _watched.append(found)
     yield found
     _watched.remove(found)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from aclarai.daemon.queue import Backoff, Dirty, DurableQueue
+from aclarai.daemon.vault.queue import Backoff, Dirty, DurableQueue
 
 
 def make_queue(tmp_path: Path, **backoff: float) -> DurableQueue:

@@ -13,11 +13,11 @@ import pytest
 
 from aclarai.agents import EvalItem, Evaluator, Score
 from aclarai.daemon.config import Config, ProcessingSettings, load_config
-from aclarai.daemon.consumer import DirtyBlockConsumer
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.notesync import NoteSync
-from aclarai.daemon.resync import format_summary, resync
-from aclarai.daemon.status import collect_status, format_status
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
+from aclarai.daemon.loop.resync import format_summary, resync
+from aclarai.daemon.reports.status import collect_status, format_status
+from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.parsers import SCORE_NAMES, parse_note
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ import pytest
 from aclarai.daemon.cli import EX_TEMPFAIL
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.factory import build_queue, build_store
-from aclarai.daemon.resync import format_summary, resync
+from aclarai.daemon.loop.resync import format_summary, resync
 from aclarai.graph import GraphStore
 from tests.fixtures.bolt_server import BoltServer
 
@@ -278,7 +278,7 @@ def test_outage_mid_resync_keeps_the_work_queued_and_completes_after_restart(
     )
     config = load_config(env=env)
     vault = copy_vault(tmp_path / "vault")
-    consumer_log = logging.getLogger("aclarai.daemon.consumer")
+    consumer_log = logging.getLogger("aclarai.daemon.loop.consumer")
     hook = _StopOnLog("scores written", bolt_server.stop)
     previous_level = consumer_log.level
     consumer_log.setLevel(logging.INFO)

@@ -15,7 +15,7 @@ import pytest
 
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.factory import build_store
-from aclarai.daemon.resync import ResyncSummary, format_summary, resync
+from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.graph import StoredClaim
 from aclarai.parsers import SCORE_NAMES, parse_note
 from tests.agents.scripted_llm import (

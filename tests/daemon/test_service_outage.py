@@ -16,8 +16,8 @@ import pytest
 import redis
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.core import build_service_core
 from aclarai.daemon.service.stream_worker import run_worker
 from tests.agents.scripted_llm import (
     Recorded,

@@ -13,9 +13,8 @@ import httpx
 import pytest
 import redis
 
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.api import create_app
-from aclarai.daemon.service.core import ServiceCore
+from aclarai.daemon.service.core import ServiceCore, build_service_core
 from aclarai.daemon.service.stream_worker import run_worker
 from tests.daemon.service_helpers import make_config, running_app, stream_names
 from tests.daemon.test_streams import results

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.config import load_config
-from aclarai.daemon.systemd import sd_notify
+from aclarai.daemon.loop.systemd import sd_notify
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import (
     QUIET_S,

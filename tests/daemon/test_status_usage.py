@@ -16,11 +16,12 @@ import pytest
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config, load_config
-from aclarai.daemon.control import UsageRecorder, hand_resync_to_daemon, read_usage
-from aclarai.daemon.loop import run_daemon
-from aclarai.daemon.queue import DurableQueue
-from aclarai.daemon.resync import ResyncSummary, format_summary, resync
-from aclarai.daemon.status import collect_status, format_status
+from aclarai.daemon.loop.daemon import run_daemon
+from aclarai.daemon.loop.remote import hand_resync_to_daemon
+from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
+from aclarai.daemon.reports.status import collect_status, format_status
+from aclarai.daemon.vault.control import UsageRecorder, read_usage
+from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import QueueError, parse_note
 from tests.agents.scripted_llm import (
     Recorded,

@@ -20,13 +20,13 @@ import redis
 
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.api import create_app
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
     ServiceCore,
     assemble_core,
+    build_service_core,
 )
 from aclarai.daemon.service.stream_worker import WorkerStats, run_worker
 from tests.agents.service_fakes import OverlapEvaluator

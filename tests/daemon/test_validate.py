@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from aclarai.agents import answer_agreement, claim_agreement
-from aclarai.daemon.factory import build_service_core
 from aclarai.daemon.service.answer_batch import run_event_batch
-from aclarai.daemon.service.core import ServiceCore
-from aclarai.daemon.validate import claim_label, validate
+from aclarai.daemon.service.core import ServiceCore, build_service_core
+from aclarai.daemon.service.validate import claim_label, validate
 from tests.daemon.service_helpers import evaluate_payload, make_config
 
 PAIRS = Path(__file__).resolve().parents[1] / "data" / "labelled_pairs.csv"

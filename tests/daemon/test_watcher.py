@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.config import WatchSettings
-from aclarai.daemon.vault import Vault
-from aclarai.daemon.watcher import (
+from aclarai.daemon.loop.watcher import (
     Changes,
     Debouncer,
     OwnWrites,
@@ -22,7 +21,8 @@ from aclarai.daemon.watcher import (
     file_signature,
     watch_vault,
 )
-from aclarai.daemon.writer import TEMP_PREFIX
+from aclarai.daemon.vault.notes import Vault
+from aclarai.daemon.vault.writer import TEMP_PREFIX
 
 QUIET_S = 0.25
 
@@ -92,7 +92,7 @@ def test_a_note_that_never_goes_quiet_is_reported_not_forced(
     reads = Looks()
     reads.content["log.md"] = "x"
     debouncer = Debouncer(WatchSettings(quiet_period_s=1.0, max_wait_s=5.0), reads)
-    caplog.set_level(logging.WARNING, "aclarai.daemon.watcher")
+    caplog.set_level(logging.WARNING, "aclarai.daemon.loop.watcher")
     t = 0.0
     while t < 8.0:
         debouncer.touch("log.md", t)
@@ -277,7 +277,7 @@ def test_own_write_is_dropped_and_a_user_edit_after_it_is_not(watcher: VaultWatc
 def test_a_fifo_named_like_a_note_is_logged_and_skipped(
     watcher: VaultWatcher, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "aclarai.daemon.watcher")
+    caplog.set_level(logging.WARNING, "aclarai.daemon.loop.watcher")
     os.mkfifo(watcher.vault.root / "pipe.md")
     (watcher.vault.root / "real.md").write_text("r")
     changes = collect(watcher)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.daemon.writer import (
+from aclarai.daemon.vault.writer import (
     TEMP_PREFIX,
     create_if_absent,
     remove_stale_temp_files,
@@ -78,7 +78,7 @@ def test_remove_stale_temp_files(tmp_path: Path) -> None:
 WRITER_LOOP = """
 import sys
 from pathlib import Path
-from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
+from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 note = Path(sys.argv[1])
 versions = [b"A" * 300_000 + b"\\n", b"B" * 300_000 + b"\\n"]
 print("ready", flush=True)

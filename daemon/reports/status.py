@@ -8,12 +8,17 @@ from pathlib import Path
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
-from aclarai.daemon.consumer import MODEL_DOWN_META
-from aclarai.daemon.control import Heartbeat, read_heartbeat, read_paused, read_usage
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
-from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
-from aclarai.daemon.notesync import NoteSync
-from aclarai.daemon.queue import QueueEntry
+from aclarai.daemon.vault.control import (
+    MODEL_DOWN_META,
+    Heartbeat,
+    read_heartbeat,
+    read_paused,
+    read_usage,
+)
+from aclarai.daemon.vault.lock import LOCK_NAME, is_held, read_holder
+from aclarai.daemon.vault.notesync import NoteSync
+from aclarai.daemon.vault.queue import QueueEntry
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim
 
 STALE_HEARTBEAT_S = 30.0

@@ -29,9 +29,9 @@ from aclarai.agents import (
     answer_agreement,
     claim_agreement,
 )
-from aclarai.daemon.jsonl import JsonLine, read_json_lines
 from aclarai.daemon.service.answer_batch import evaluate_events
 from aclarai.daemon.service.core import EvaluateResponse, ServiceCore
+from aclarai.daemon.service.jsonl import JsonLine, read_json_lines
 from aclarai.parsers import AclaraiError
 
 CLAIM_CHUNK = 256

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from aclarai.daemon.writer import TEMP_PREFIX, sha256_bytes
+from aclarai.daemon.vault.writer import TEMP_PREFIX, sha256_bytes
 from aclarai.parsers import ParseError, decode_note
 
 log = logging.getLogger(__name__)

@@ -6,12 +6,12 @@ starts watching; then a full reconcile (the same code as ``aclarai resync``) pic
 made while it was down. From then on:
 
 - the main thread hands settled notes from the watcher to the note-sync path
-  (:mod:`aclarai.daemon.notesync`: one read, one parse, queue entries, one store sync) and wakes
-  the consumer;
+  (:mod:`aclarai.daemon.vault.notesync`: one read, one parse, queue entries, one store sync)
+  and wakes the consumer;
 - one consumer thread drains the queue (:class:`DirtyBlockConsumer`, a bounded pool of
   ``processing.workers``) whenever woken or a retry falls due, and refreshes the dashboard;
 - apscheduler runs the reconcile on ``watch.reconcile_cron`` and on ``aclarai resync`` requests
-  handed over by :mod:`aclarai.daemon.control`, one at a time (``max_instances=1`` and a lock
+  handed over by :mod:`aclarai.daemon.vault.control`, one at a time (``max_instances=1`` and a lock
   shared by both paths), while the consumer loop waits for it to finish draining;
 - blocks that leave their note are marked deleted only after ``watch.delete_grace_s``, unless a
   note synced meanwhile holds them (a move: identity, claims and scores kept).
@@ -35,10 +35,28 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from aclarai.agents import Evaluator, UsageCounters
-from aclarai.daemon.adopt import adopt_files
 from aclarai.daemon.config import Config
-from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
-from aclarai.daemon.control import (
+from aclarai.daemon.factory import (
+    build_agents,
+    build_queue,
+    build_store,
+    build_vault,
+)
+from aclarai.daemon.intake.adopt import adopt_files
+from aclarai.daemon.intake.importer import ImportReport
+from aclarai.daemon.intake.inbox import InboxWatcher, drain_inbox, inbox_for
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.deletions import PendingDeletes
+from aclarai.daemon.loop.resync import (
+    ResyncSummary,
+    dry_run_summary,
+    format_summary,
+    reconcile,
+)
+from aclarai.daemon.loop.systemd import Notifier
+from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
+from aclarai.daemon.reports.dashboard import DashboardRefresher
+from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
     PauseSwitch,
     ResyncAnswer,
@@ -48,27 +66,9 @@ from aclarai.daemon.control import (
     pending_requests,
     stamp_heartbeat,
 )
-from aclarai.daemon.dashboard import DashboardRefresher
-from aclarai.daemon.deletions import PendingDeletes
-from aclarai.daemon.factory import (
-    build_agents,
-    build_queue,
-    build_store,
-    build_vault,
-)
-from aclarai.daemon.importer import ImportReport
-from aclarai.daemon.inbox import InboxWatcher, drain_inbox, inbox_for
-from aclarai.daemon.lock import VaultLock
-from aclarai.daemon.notesync import NoteSync
-from aclarai.daemon.resync import (
-    ResyncSummary,
-    dry_run_summary,
-    format_summary,
-    reconcile,
-)
-from aclarai.daemon.systemd import Notifier
-from aclarai.daemon.watcher import Changes, OwnWrites, watch_vault
-from aclarai.daemon.writer import remove_stale_temp_files
+from aclarai.daemon.vault.lock import VaultLock
+from aclarai.daemon.vault.notesync import NoteSync
+from aclarai.daemon.vault.writer import remove_stale_temp_files
 from aclarai.parsers import AclaraiError, ConfigError, utc_now
 
 log = logging.getLogger(__name__)

@@ -41,10 +41,11 @@ from aclarai.agents import (
     VectorIndex,
 )
 from aclarai.daemon.config import ProcessingSettings, WindowSize
-from aclarai.daemon.notesync import NoteSync, NoteWrite, SyncedNote
-from aclarai.daemon.queue import Dirty, DurableQueue, QueueEntry
-from aclarai.daemon.vault import NoteContent, NoteFile
-from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
+from aclarai.daemon.vault.control import MODEL_DOWN_META
+from aclarai.daemon.vault.notes import NoteContent, NoteFile
+from aclarai.daemon.vault.notesync import NoteSync, NoteWrite, SyncedNote
+from aclarai.daemon.vault.queue import Dirty, DurableQueue, QueueEntry
+from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 from aclarai.graph import ClaimRecord, GradeWrite, GraphStore, ScoreRecord, StoredClaim
 from aclarai.parsers import (
     SCORE_NAMES,
@@ -65,8 +66,6 @@ CONFLICT_RETRY_S = 1.0
 STORE_RETRY_S = 5.0
 MOVE_WAIT_S = 2.0
 MODEL_RETRY_MAX_S = 300.0
-MODEL_DOWN_META = "model_down_since"
-"""Queue meta key: when the model endpoint stopped answering (``aclarai status`` shows it)."""
 
 
 @dataclass

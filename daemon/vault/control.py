@@ -1,9 +1,12 @@
-"""How other ``aclarai`` commands talk to a running daemon: rows in the queue's ``meta`` table.
+"""The rows in the queue's ``meta`` table through which ``aclarai`` commands and a running
+daemon talk (the commands' side is :mod:`aclarai.daemon.loop.remote`).
 
 - **Pause switch**: ``meta.paused = "1"`` (``aclarai pause``) or a ``PAUSED`` file in the state
   dir stops write-backs and evaluation; watching and queueing go on.
 - **Heartbeat**: the daemon stamps ``meta.heartbeat`` (pid, time, state) every few seconds, so
   ``aclarai status`` can tell a live daemon from a hung one.
+- **Model outage**: ``meta.model_down_since`` says since when the model endpoint has not
+  answered, while it still does not (``aclarai status`` shows it).
 - **LLM usage**: ``meta.llm_usage`` holds the cumulative counters (calls, retries, failures,
   tokens, cache hits) of every resync and daemon run on the vault, so ``aclarai status`` can show
   what the endpoint has cost; each process adds only what it spent since its last flush.
@@ -22,17 +25,13 @@ import logging
 import os
 import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aclarai.agents import UsageCounters
-from aclarai.daemon.config import Config
-from aclarai.daemon.factory import build_queue
-from aclarai.daemon.lock import LOCK_NAME, is_held, read_holder
-from aclarai.daemon.queue import DurableQueue
-from aclarai.parsers import AclaraiError, VaultBusy
+from aclarai.daemon.vault.queue import DurableQueue
+from aclarai.parsers import AclaraiError
 
 log = logging.getLogger(__name__)
 
@@ -40,22 +39,11 @@ PAUSED_KEY = "paused"
 PAUSED_MARKER = "PAUSED"
 HEARTBEAT_KEY = "heartbeat"
 USAGE_KEY = "llm_usage"
+MODEL_DOWN_META = "model_down_since"
+"""Queue meta key: when the model endpoint stopped answering (``aclarai status`` shows it)."""
 REQUEST_PREFIX = "resync_request:"
 ANSWER_PREFIX = "resync_answer:"
 DAEMON_ROLE = "daemon"
-
-
-def set_paused(config: Config, vault_root: Path, paused: bool) -> None:
-    """Pause or resume the vault's daemon (it notices within a second); resuming also removes
-    a ``PAUSED`` marker file."""
-    state_dir = config.state_dir_for(vault_root)
-    queue = build_queue(config, state_dir)
-    try:
-        queue.set_meta(PAUSED_KEY, "1" if paused else "0")
-    finally:
-        queue.close()
-    if not paused:
-        (state_dir / PAUSED_MARKER).unlink(missing_ok=True)
 
 
 def read_paused(queue: DurableQueue, state_dir: Path) -> bool:
@@ -181,11 +169,6 @@ class ResyncAnswer:
     text: str
 
 
-def daemon_running(state_dir: Path) -> bool:
-    """Whether a live daemon (not a one-shot resync) holds the vault lock."""
-    return is_held(state_dir) and read_holder(state_dir / LOCK_NAME).endswith(f" {DAEMON_ROLE}")
-
-
 def pending_requests(queue: DurableQueue) -> list[ResyncRequest]:
     requests = []
     for key, raw in queue.meta_items(REQUEST_PREFIX).items():
@@ -200,59 +183,3 @@ def pending_requests(queue: DurableQueue) -> list[ResyncRequest]:
 def answer_request(queue: DurableQueue, answer: ResyncAnswer) -> None:
     queue.set_meta(ANSWER_PREFIX + answer.id, json.dumps(asdict(answer)))
     queue.delete_meta(REQUEST_PREFIX + answer.id)
-
-
-def hand_resync_to_daemon(
-    config: Config,
-    vault_root: Path,
-    *,
-    dry_run: bool = False,
-    reevaluate: bool = False,
-    timeout_s: float | None = None,
-    poll_s: float = 0.1,
-) -> ResyncAnswer | None:
-    """Ask the running daemon to resync and wait for its answer.
-
-    Returns:
-        The daemon's answer, or ``None`` when no daemon runs (or it stopped before answering):
-        then the caller runs the resync itself.
-
-    Raises:
-        VaultBusy: the daemon did not answer within ``timeout_s``.
-    """
-    state_dir = config.state_dir_for(vault_root)
-    if not daemon_running(state_dir):
-        return None
-    queue = build_queue(config, state_dir)
-    try:
-        request = ResyncRequest(uuid.uuid4().hex, dry_run, reevaluate)
-        queue.set_meta(REQUEST_PREFIX + request.id, json.dumps(asdict(request)))
-        log.info("the daemon holds %s; handing the resync to it", vault_root)
-        return _wait_for_answer(
-            queue, request.id, lambda: daemon_running(state_dir), timeout_s, poll_s
-        )
-    finally:
-        queue.close()
-
-
-def _wait_for_answer(
-    queue: DurableQueue,
-    request_id: str,
-    alive: Callable[[], bool],
-    timeout_s: float | None,
-    poll_s: float,
-) -> ResyncAnswer | None:
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        raw = queue.get_meta(ANSWER_PREFIX + request_id)
-        if raw is not None:
-            queue.delete_meta(ANSWER_PREFIX + request_id)
-            return ResyncAnswer(**json.loads(raw))
-        if not alive():
-            queue.delete_meta(REQUEST_PREFIX + request_id)
-            log.info("the daemon stopped before answering; running the resync here")
-            return None
-        if deadline is not None and time.monotonic() >= deadline:
-            queue.delete_meta(REQUEST_PREFIX + request_id)
-            raise VaultBusy(f"the daemon did not finish the resync within {timeout_s:g} s")
-        time.sleep(poll_s)

@@ -5,10 +5,10 @@ truncated, huge or non-UTF-8 export fails alone, with one error naming the file 
 wrong, and leaves nothing of itself in the vault; the other sources are still imported. A folder
 or zip is first offered whole to the readers (a Slack workspace); otherwise each of its files is
 detected on its own, and files no reader claims are skipped. Zips are opened defensively (see
-:mod:`aclarai.daemon.export_files`): a zip bomb or a member escaping with ``../`` fails the whole
-zip before anything is inflated.
+:mod:`aclarai.daemon.intake.export_files`): a zip bomb or a member escaping with ``../`` fails
+the whole zip before anything is inflated.
 
-Notes are written one at a time through :mod:`aclarai.daemon.writer` (created with
+Notes are written one at a time through :mod:`aclarai.daemon.vault.writer` (created with
 ``create_if_absent``, extended with ``write_if_unchanged``), so a crash leaves whole notes only.
 Imports are idempotent and additive: the notes of the import folder are recognised by the
 ``source`` header (format and conversation key, see :mod:`aclarai.parsers.exports.render`),
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.export_files import (
+from aclarai.daemon.intake.export_files import (
     DEFAULT_LIMITS,
     MB,
     FolderFiles,
@@ -40,7 +40,7 @@ from aclarai.daemon.export_files import (
     ZipFiles,
     read_capped,
 )
-from aclarai.daemon.writer import (
+from aclarai.daemon.vault.writer import (
     create_if_absent,
     create_many,
     sha256_bytes,
@@ -243,7 +243,7 @@ class _NoteIndex:
     """The import folder's notes by (format, conversation key), found from their headers.
 
     New notes are created in batches (one ``sync()`` for many files, see
-    :func:`~aclarai.daemon.writer.create_many`); :meth:`flush` writes what is pending.
+    :func:`~aclarai.daemon.vault.writer.create_many`); :meth:`flush` writes what is pending.
     """
 
     BATCH = 256

@@ -23,8 +23,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.vault import NoteContent, NoteFile, Vault
+from aclarai.daemon.vault.notes import NoteContent, NoteFile, Vault
+from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock
 from aclarai.parsers import NoteLayout, ParsedNote, ParseError, scan_note
 

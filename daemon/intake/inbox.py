@@ -24,8 +24,8 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.importer import ImportLimits, ImportReport, import_limits, import_sources
-from aclarai.daemon.writer import create_if_absent, sha256_bytes, write_if_unchanged
+from aclarai.daemon.intake.importer import ImportLimits, ImportReport, import_limits, import_sources
+from aclarai.daemon.vault.writer import create_if_absent, sha256_bytes, write_if_unchanged
 from aclarai.parsers import WriteConflict
 from aclarai.parsers.exports import render as tier1
 

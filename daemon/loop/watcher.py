@@ -35,7 +35,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from aclarai.daemon.config import WatchSettings
-from aclarai.daemon.vault import Vault
+from aclarai.daemon.vault.notes import Vault
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``aclarai resync``: one whole pass over a vault, the same code path as the daemon's
 periodic reconcile.
 
-Sync every note (:mod:`aclarai.daemon.notesync`: enqueue what changed, sync the store), then
+Sync every note (:mod:`aclarai.daemon.vault.notesync`: enqueue what changed, sync the store), then
 drain the durable queue (extract, evaluate, write scores to the graph and back to the notes). A
 crash at any point leaves the queue on disk; the next run finishes the work.
 """
@@ -15,23 +15,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aclarai.daemon.adopt import adopt_files
 from aclarai.daemon.config import Config
-from aclarai.daemon.consumer import DirtyBlockConsumer, DrainStats
-from aclarai.daemon.control import UsageRecorder
-from aclarai.daemon.dashboard import DashboardWrite, refresh_dashboard
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
     build_store,
     build_vault,
 )
-from aclarai.daemon.importer import ImportReport, import_rows
-from aclarai.daemon.inbox import drain_inbox, inbox_for
-from aclarai.daemon.lock import ONE_SHOT_ROLE, VaultLock
-from aclarai.daemon.notesync import NoteSync, SyncReport, live_blocks
-from aclarai.daemon.queue import Dirty, DurableQueue
-from aclarai.daemon.writer import remove_stale_temp_files, sha256_bytes
+from aclarai.daemon.intake.adopt import adopt_files
+from aclarai.daemon.intake.importer import ImportReport, import_rows
+from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.reports.dashboard import DashboardWrite, refresh_dashboard
+from aclarai.daemon.vault.control import UsageRecorder
+from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
+from aclarai.daemon.vault.notesync import NoteSync, SyncReport, live_blocks
+from aclarai.daemon.vault.queue import Dirty, DurableQueue
+from aclarai.daemon.vault.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
 from aclarai.parsers import AclaraiError, StoreUnavailable, utc_now
 

@@ -2,7 +2,7 @@
 
 The text work is :func:`aclarai.parsers.adopt_note`; this module finds the notes (``.md`` files
 of the paths given, dot folders skipped), reads them, and writes the adopted text back through
-:func:`aclarai.daemon.writer.write_if_unchanged`, so a note the user changed meanwhile is left
+:func:`aclarai.daemon.vault.writer.write_if_unchanged`, so a note the user changed meanwhile is left
 alone (reported, never overwritten). ``adopt.folders`` names vault folders whose notes
 ``aclarai resync`` and the daemon adopt before syncing them.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aclarai.daemon.writer import sha256_bytes, write_if_unchanged
+from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 from aclarai.parsers import ParseError, WriteConflict, adopt_note, decode_note
 
 log = logging.getLogger(__name__)

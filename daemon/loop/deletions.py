@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aclarai.daemon.notesync import NoteSync
+from aclarai.daemon.vault.notesync import NoteSync
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.control import read_paused
-from aclarai.daemon.queue import DurableQueue
-from aclarai.daemon.writer import create_if_absent, sha256_bytes, write_if_unchanged
+from aclarai.daemon.vault.control import read_paused
+from aclarai.daemon.vault.queue import DurableQueue
+from aclarai.daemon.vault.writer import create_if_absent, sha256_bytes, write_if_unchanged
 from aclarai.graph import GraphStore, StoredBlock, StoredClaim
 from aclarai.parsers import (
     AclaraiError,

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.dashboard import claim_ref
 from aclarai.daemon.factory import QUEUE_FILE, build_store, build_vault
+from aclarai.daemon.reports.dashboard import claim_ref
 from aclarai.parsers import AclaraiError, ClaimRef
 
 CLAIM_TEXT_SHOWN = 80

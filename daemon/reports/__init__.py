@@ -1,0 +1,15 @@
+"""What people read about their vault: ``aclarai status`` (:mod:`.status`), ``aclarai claims``
+(:mod:`.claims`) and the dashboard note written into the vault (:mod:`.dashboard`)."""
+
+from aclarai.daemon.reports.claims import list_claims
+from aclarai.daemon.reports.dashboard import DashboardRefresher, refresh_dashboard
+from aclarai.daemon.reports.status import Status, collect_status, format_status
+
+__all__ = [
+    "DashboardRefresher",
+    "Status",
+    "collect_status",
+    "format_status",
+    "list_claims",
+    "refresh_dashboard",
+]
