@@ -37,6 +37,7 @@ DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
 """daemon/'s sub-rooms and top-level modules, top first: each imports only what lies below it,
 so what two of them need lives below both."""
 DAEMON_TOP_MODULES_MAX = 15
+CLASS_LINES_MAX = 400
 
 
 def _modules(room: str) -> list[Path]:
@@ -123,7 +124,7 @@ def test_daemon_rooms_import_one_way() -> None:
 def test_daemon_rooms_import_one_way_catches_an_upward_import(tmp_path: Path) -> None:
     """The check above reads the modules' own imports: one reaching up is seen."""
     path = tmp_path / "status.py"
-    path.write_text("from aclarai.daemon.loop.consumer import DrainStats\n")
+    path.write_text("from aclarai.daemon.loop.take import DrainStats\n")
     rank = {unit: depth for depth, layer in enumerate(DAEMON_LAYERS) for unit in layer}
     targets = {_daemon_unit(name) for name in _imports(path)}
     assert targets == {"loop"} and rank["loop"] < rank["reports"]
@@ -136,6 +137,19 @@ def test_daemon_keeps_few_modules_at_its_top() -> None:
     assert rooms == {unit for layer in DAEMON_LAYERS for unit in layer} - {
         p.stem for p in (ROOT / "daemon").glob("*.py")
     }
+
+
+def test_no_class_is_longer_than_the_limit() -> None:
+    long = [
+        f"{path.relative_to(ROOT)}:{node.name} {node.end_lineno - node.lineno + 1} lines"
+        for room in ROOMS
+        for path in _modules(room)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > CLASS_LINES_MAX
+    ]
+    assert long == []
 
 
 def test_only_the_grammar_module_holds_aclarai_comment_regexes() -> None:

@@ -1,12 +1,14 @@
 """The loop that keeps a vault graded: the daemon (:mod:`.daemon`, ``aclarai watch``) and the
 one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.watcher`), the
-DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`),
-deletions held for a grace period (:mod:`.deletions`),
-the commands that reach a running daemon (:mod:`.remote`) and systemd (:mod:`.systemd`)."""
+DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`; its
+first stage in :mod:`.grading`, a take's records in :mod:`.take`), deletions held for a grace
+period (:mod:`.deletions`), the commands that reach a running daemon (:mod:`.remote`) and
+systemd (:mod:`.systemd`)."""
 
-from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.daemon import run_daemon
 from aclarai.daemon.loop.resync import ResyncSummary, resync
+from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watcher import watch_vault
 
 __all__ = [

@@ -8,6 +8,11 @@ atomic write per note and records the new file state and ``ver``s. If the note c
 the result is dropped and the entries go back to the queue; they leave it only once the graph
 and the note are both written (or the block is gone).
 
+A drain works a take of queued notes in stages (:meth:`DirtyBlockConsumer._drain_take`): each
+note graded (:mod:`aclarai.daemon.loop.grading`), every grade written to the store, each note
+rewritten, the rewrites recorded, the entries completed; what a note carries from stage to
+stage is in :mod:`aclarai.daemon.loop.take`.
+
 Score comments describe the block's current text. A block whose text changed since its claims
 were last scored is written once, ``ver`` +1, even when its scores read the same; if no new
 score could be made for it, its old comments go (and come back once scoring succeeds). A block
@@ -25,34 +30,24 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from operator import attrgetter
 
-from aclarai.agents import (
-    ClaimExtractor,
-    EvalItem,
-    Evaluator,
-    ExtractionInput,
-    Utterance,
-    VectorIndex,
-)
+from aclarai.agents import ClaimExtractor, Evaluator, VectorIndex
 from aclarai.daemon.config import ProcessingSettings, WindowSize
+from aclarai.daemon.loop.grading import NoteGrader
+from aclarai.daemon.loop.take import DrainStats, NoteWork
 from aclarai.daemon.vault.control import MODEL_DOWN_META
 from aclarai.daemon.vault.notes import NoteContent, NoteFile
-from aclarai.daemon.vault.notesync import NoteSync, NoteWrite, SyncedNote
-from aclarai.daemon.vault.queue import Dirty, DurableQueue, QueueEntry
+from aclarai.daemon.vault.notesync import NoteSync, NoteWrite
+from aclarai.daemon.vault.queue import DurableQueue, QueueEntry
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import ClaimRecord, GradeWrite, GraphStore, ScoreRecord, StoredClaim
+from aclarai.graph import GraphStore, StoredClaim
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
-    Block,
     EvaluationError,
-    EvaluatorUnavailable,
     StoreUnavailable,
     TransientError,
     WriteConflict,
@@ -64,63 +59,7 @@ log = logging.getLogger(__name__)
 
 CONFLICT_RETRY_S = 1.0
 STORE_RETRY_S = 5.0
-MOVE_WAIT_S = 2.0
 MODEL_RETRY_MAX_S = 300.0
-
-
-@dataclass
-class DrainStats:
-    files_processed: int = 0
-    files_written: int = 0
-    blocks_processed: int = 0
-    claims_extracted: int = 0
-    claims_evaluated: int = 0
-    scores_written: int = 0
-    null_scores: int = 0
-    conflicts: int = 0
-    failures: int = 0
-    """Files charged an attempt for an error of their own."""
-    dead_letters: int = 0
-    model_outages: int = 0
-    """Files put back because the model endpoint could not be reached."""
-    blocks_extracted: int = 0
-    extraction_failures: int = 0
-    """Blocks whose extraction failed (each charged an attempt)."""
-    errors: list[str] = field(default_factory=list)
-    store_errors: list[str] = field(default_factory=list)
-    """Why the graph store could not be reached; the work stays queued (no attempt counted)."""
-
-    def model_failure(self) -> str | None:
-        """Why the model did nothing useful in this drain, if so: it could not be reached, or
-        every extraction or every evaluation it was asked for failed."""
-        if self.model_outages:
-            return f"the model endpoint could not be reached ({self.model_outages} note(s) wait)"
-        if self.extraction_failures and not self.blocks_extracted:
-            return f"claim extraction failed for all {self.extraction_failures} block(s)"
-        if self.claims_evaluated and self.null_scores == self.claims_evaluated:
-            return f"evaluation failed for all {self.claims_evaluated} claim(s)"
-        return None
-
-    def add(self, other: DrainStats) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(other, name)
-            if isinstance(value, list):
-                getattr(self, name).extend(value)
-            else:
-                setattr(self, name, getattr(self, name) + value)
-
-
-def needs_evaluation(claim: StoredClaim, block_hash: str) -> bool:
-    score = claim.score
-    if score is None or score.evaluated_hash != block_hash:
-        return True
-    return any(getattr(score, name) is None for name in SCORE_NAMES)
-
-
-def _extracted_from_other_text(claims: Sequence[StoredClaim], block: Block) -> bool:
-    """Whether the block's claims were scored against another text: extracted before an edit
-    whose own processing did not finish, so they must be extracted again."""
-    return any(c.score is not None and c.score.evaluated_hash != block.hash for c in claims)
 
 
 def block_scores(
@@ -147,71 +86,19 @@ def _format_scores(scores: dict[str, float | None]) -> str:
     )
 
 
-def _replaced(old: Sequence[StoredClaim], claims: Sequence[ClaimRecord]) -> list[StoredClaim]:
-    """A block's claims once ``replace_claims`` made ``claims`` its claims: in their order,
-    without repeats, each keeping the score its edge had (see :meth:`GraphStore.replace_claims`)."""
-    scores = {c.id: c.score for c in old}
-    listed: dict[str, StoredClaim] = {}
-    for c in claims:
-        if c.id not in listed:
-            listed[c.id] = StoredClaim(c.id, c.block_id, c.text, scores.get(c.id))
-    return list(listed.values())
-
-
-def _raising(exc: BaseException) -> Callable[[_NoteWork], None]:
+def _raising(exc: BaseException) -> Callable[[NoteWork], None]:
     """A step's action that fails as a call made for many notes failed."""
 
-    def action(note: _NoteWork) -> None:
+    def action(note: NoteWork) -> None:
         raise exc
 
     return action
-
-
-@dataclass
-class _Graded:
-    """A note's grade, made in stage one and written in stages two and three."""
-
-    synced: SyncedNote
-    blocks: dict[str, Block]
-    """The note's blocks by id, copies of other notes' blocks left out."""
-    present: list[QueueEntry]
-    """The take's entries whose blocks the note holds."""
-    targets: list[str]
-    """Blocks processed: the queued ones and the edits the take found."""
-    scored: list[str]
-    """The targets, then the neighbours whose window holds a changed block."""
-    rescored: list[str]
-    """Blocks with a claim evaluated in this take, in ``scored`` order."""
-    edited: set[str]
-    failed: dict[str, EvaluationError]
-    """Blocks whose extraction failed."""
-    claims_by_block: dict[str, list[StoredClaim]]
-    """The claims of ``scored`` as the store holds them once ``grade`` is written."""
-    grade: GradeWrite
-    scores_taken: int = 0
-    """How many of ``grade.scores`` the store took."""
-    written_note: NoteWrite | None = None
-    """The rewrite of the note, once written (``None``: its comments did not change)."""
-    blocks_written: int = 0
-    """Blocks whose comments the rewrite changed."""
 
 
 class _Outage(threading.Event):
     """Set once a drain meets an outage; ``store_down`` says the graph store's."""
 
     store_down = False
-
-
-@dataclass
-class _NoteWork:
-    """One note of a take, carried through the stages of a drain."""
-
-    rel: str
-    entries: list[QueueEntry]
-    stats: DrainStats = field(default_factory=DrainStats)
-    graded: _Graded | None = None
-    done: list[QueueEntry] = field(default_factory=list)
-    """Entries to complete once the take is through."""
 
 
 class DirtyBlockConsumer:
@@ -234,20 +121,22 @@ class DirtyBlockConsumer:
         self.notes = notes
         self.store: GraphStore = notes.store
         self.queue = queue
-        self.extractor = extractor
-        self.evaluator = evaluator
         self.processing = processing or ProcessingSettings()
-        self.window = window or WindowSize()
-        """``window.claimify``: the blocks before (``p``) and after (``f``) a claim's block."""
-        self.reevaluate = reevaluate
-        """Re-score every claim taken, even one scored against the block's current text."""
+        self.grader = NoteGrader(
+            notes,
+            queue,
+            extractor,
+            evaluator,
+            window or WindowSize(),
+            reevaluate=reevaluate,
+            index=index,
+            answered=self._model_answered,
+        )
+        """Stage one of every take (:mod:`aclarai.daemon.loop.grading`)."""
         self.on_write = on_write
         self.paused = paused or (lambda: False)
-        self.index = index
         self._draining = threading.Lock()
         """Held by a drain: takes are processed in stages across notes, one drain at a time."""
-        self._unwritten: dict[str, str] = {}
-        """Block id → hash of an edit whose write-back did not reach the note (a conflict)."""
         self._model_outages = 0
         self._outage_mark_read = False
         self._outage_lock = threading.Lock()
@@ -276,7 +165,7 @@ class DirtyBlockConsumer:
                 by_file: dict[str, list[QueueEntry]] = defaultdict(list)
                 for entry in entries:
                     by_file[entry.file].append(entry)
-                notes = [_NoteWork(rel, group) for rel, group in by_file.items()]
+                notes = [NoteWork(rel, group) for rel, group in by_file.items()]
                 self._drain_take(pool, notes, stop, outage)
                 for note in notes:
                     total.add(note.stats)
@@ -285,7 +174,7 @@ class DirtyBlockConsumer:
     def _drain_take(
         self,
         pool: ThreadPoolExecutor,
-        notes: list[_NoteWork],
+        notes: list[NoteWork],
         stop: threading.Event | None,
         outage: _Outage,
     ) -> None:
@@ -295,7 +184,7 @@ class DirtyBlockConsumer:
         through in one queue write. An entry leaves the queue only once its note's grade and
         rewrite are both written; a note that fails a stage leaves the take there, under the
         error policy of :meth:`_step`."""
-        list(pool.map(lambda note: self._step(note, self._grade, stop, outage), notes))
+        list(pool.map(lambda note: self._step(note, self.grader.grade, stop, outage), notes))
         graded = [note for note in notes if note.graded is not None]
         self._write_grades(graded, outage)
         # A grade in the store is finished even when stopping: the rewrite is local and quick.
@@ -310,8 +199,8 @@ class DirtyBlockConsumer:
 
     def _step(
         self,
-        note: _NoteWork,
-        action: Callable[[_NoteWork], None],
+        note: NoteWork,
+        action: Callable[[NoteWork], None],
         stop: threading.Event | None,
         outage: _Outage,
         *,
@@ -404,133 +293,10 @@ class DirtyBlockConsumer:
             self.queue.delete_meta(MODEL_DOWN_META)
             log.info("model endpoint answers again; queued work resumes")
 
-    def _grade(self, note: _NoteWork) -> None:
-        """Stage one: take the note as synced, extract the claims of its changed blocks and
-        evaluate the claims that need it. Nothing is written; ``note.graded`` holds the result,
-        or ``note.done`` the entries to complete when there is nothing to grade."""
-        rel, entries, stats = note.rel, note.entries, note.stats
-        synced = self.notes.current(rel, {e.block_id for e in entries})
-        if synced is None:
-            self._requeue_moved(entries)
-            return
-        parsed = synced.parsed
-        kept = {r.id for r in synced.records}
-        blocks = {b.id: b for b in parsed.blocks if b.id in kept}
-        present = [e for e in entries if e.block_id in blocks]
-        missing = [e for e in entries if e.block_id not in blocks]
-        if missing:
-            self._requeue_moved(missing)
-        queued = {e.block_id for e in present}
-        if self.index is not None:
-            self.index.upsert(Utterance(r.id, r.text) for r in synced.records)
-        # Edits ``current`` found (the note changed since it was synced) are processed here too.
-        targets = sorted(queued | set(synced.changed))
-        stats.files_processed += 1
-        stats.blocks_processed += len(targets)
-        if not targets:
-            note.done = present
-            return
-
-        changed = set(synced.changed) | {e.block_id for e in present if e.reason == "changed"}
-        claims_by_block = self.store.claims_of_blocks(targets)
-        changed |= {b for b in targets if _extracted_from_other_text(claims_by_block[b], blocks[b])}
-        edited = {b for b in targets if self._text_changed(claims_by_block[b], blocks[b])}
-        # Remembered until the note is written: re-extraction may replace every claim that
-        # still carries the old text's hash, and an outage or a conflict may come first.
-        for bid in edited:
-            self._unwritten[bid] = blocks[bid].hash
-        to_extract = [blocks[bid] for bid in targets if bid in changed]
-        found, failed = self._extract(parsed.blocks, to_extract, stats)
-        # A block's decontextualization reads the blocks around it: when one changes, the
-        # scores of the blocks whose window holds it are re-made too, once per pass.
-        neighbours = self._window_neighbours(parsed.blocks, changed, kept) - set(targets)
-        scored = [*targets, *sorted(neighbours, key=lambda bid: blocks[bid].line)]
-        if neighbours:
-            log.info("%s: %d neighbouring block(s) re-scored", rel, len(neighbours))
-            claims_by_block.update(self.store.claims_of_blocks(scored[len(targets) :]))
-        for bid, claims in found.items():
-            claims_by_block[bid] = _replaced(claims_by_block[bid], claims)
-
-        pending = [
-            (blocks[bid], claim)
-            for bid in scored
-            if bid not in failed
-            for claim in claims_by_block[bid]
-            if self.reevaluate or bid in neighbours or needs_evaluation(claim, blocks[bid].hash)
-        ]
-        records: list[ScoreRecord] = []
-        if pending:
-            # One window per block, not per claim.
-            window = {
-                bid: self._window_texts(parsed.blocks, blocks[bid])
-                for bid in dict.fromkeys(b.id for b, _ in pending)
-            }
-            scores = self.evaluator.evaluate_batch(
-                [EvalItem(c.text, b.text, window[b.id], c.id) for b, c in pending]
-            )
-            unavailable = [s for s in scores if s.unavailable]
-            if len(unavailable) == len(scores):
-                # The extraction went through: its claims are kept while the evaluator is away.
-                self.store.replace_claims(found)
-                raise EvaluatorUnavailable(unavailable[0].status)
-            now = utc_now()
-            # A neighbour's text did not change: a failed re-score keeps the scores it has.
-            kept_scores = [
-                (b, c, s)
-                for (b, c), s in zip(pending, scores, strict=True)
-                if b.id not in neighbours or s.status == "ok"
-            ]
-            records = [
-                ScoreRecord(
-                    claim_id=c.id,
-                    block_id=b.id,
-                    evaluated_hash=b.hash,
-                    entailed_score=s.entailed_score,
-                    coverage_score=s.coverage_score,
-                    decontextualization_score=s.decontextualization_score,
-                    status=s.status,
-                    model=self.evaluator.model_id,
-                    verdict=s.verdict,
-                    justification=s.justification,
-                    omitted=s.omitted,
-                    evaluated_at=now,
-                )
-                for b, c, s in kept_scores
-            ]
-            stats.claims_evaluated += len(pending)
-            stats.null_scores += sum(
-                1 for _, _, s in kept_scores if any(getattr(s, n) is None for n in SCORE_NAMES)
-            )
-            for (b, c), s in zip(pending, scores, strict=True):
-                log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
-            fresh = {(r.claim_id, r.block_id): r for r in records}
-            claims_by_block = {
-                bid: [
-                    StoredClaim(c.id, c.block_id, c.text, fresh.get((c.id, bid), c.score))
-                    for c in claims
-                ]
-                for bid, claims in claims_by_block.items()
-            }
-        if to_extract or pending:
-            self._model_answered()
-        rescored = {b.id for b, _ in pending}
-        note.graded = _Graded(
-            synced=synced,
-            blocks=blocks,
-            present=present,
-            targets=targets,
-            scored=scored,
-            rescored=[bid for bid in scored if bid in rescored],
-            edited=edited,
-            failed=failed,
-            claims_by_block=claims_by_block,
-            grade=GradeWrite(found, records),
-        )
-
-    def _write_grades(self, notes: list[_NoteWork], outage: _Outage) -> None:
+    def _write_grades(self, notes: list[NoteWork], outage: _Outage) -> None:
         """Stage two: every grade of the take in one store call (one transaction on SQLite)."""
 
-        def write(group: list[_NoteWork]) -> None:
+        def write(group: list[NoteWork]) -> None:
             grades = [n.graded for n in group if n.graded is not None]
             counts = self.store.write_grades([g.grade for g in grades])
             for note, g, count in zip(group, grades, counts, strict=True):
@@ -543,8 +309,8 @@ class DirtyBlockConsumer:
 
     def _for_the_take(
         self,
-        notes: list[_NoteWork],
-        call: Callable[[list[_NoteWork]], None],
+        notes: list[NoteWork],
+        call: Callable[[list[NoteWork]], None],
         what: str,
         outage: _Outage,
     ) -> None:
@@ -563,7 +329,7 @@ class DirtyBlockConsumer:
             for note in notes:
                 self._step(note, lambda n: call([n]), None, outage, started=True)
 
-    def _rewrite(self, note: _NoteWork) -> None:
+    def _rewrite(self, note: NoteWork) -> None:
         """Stage three: rewrite the note's score comments with one conditional atomic write
         (``note.graded.written_note`` says what was written, for the store to record)."""
         g = note.graded
@@ -612,16 +378,13 @@ class DirtyBlockConsumer:
                 rewrite.versions,
             )
             g.blocks_written = len(rewrite.changed)
-        # The write-back reached the note: a retry after a failure to record it (or to settle)
-        # must not take these blocks' comments for an older text's and bump their ``ver`` again.
-        for bid in g.edited:
-            self._unwritten.pop(bid, None)
+        self.grader.written_back(g.edited)
 
-    def _record_writes(self, notes: list[_NoteWork], outage: _Outage) -> None:
+    def _record_writes(self, notes: list[NoteWork], outage: _Outage) -> None:
         """Stage four: the store learns the state and ``ver``s of every note the take rewrote,
         in one call; then each note's entries settle."""
 
-        def record(group: list[_NoteWork]) -> None:
+        def record(group: list[NoteWork]) -> None:
             self.notes.written(
                 [n.graded.written_note for n in group if n.graded and n.graded.written_note]
             )
@@ -632,7 +395,7 @@ class DirtyBlockConsumer:
             if note.graded is not None:
                 self._step(note, self._settle_note, None, outage, started=True)
 
-    def _settle_note(self, note: _NoteWork) -> None:
+    def _settle_note(self, note: NoteWork) -> None:
         g = note.graded
         assert g is not None
         if g.written_note is not None:
@@ -640,42 +403,6 @@ class DirtyBlockConsumer:
         else:
             log.info("%s: %d block(s) processed, note unchanged", note.rel, len(g.targets))
         note.done = self._settle(note.rel, g.present, g.failed, note.stats)
-
-    def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:
-        """Whether the block's score comments were made for another text: its claims were
-        scored against another hash, or an edit's write-back has not reached the note yet."""
-        if self._unwritten.get(block.id) == block.hash:
-            return True
-        return _extracted_from_other_text(claims, block)
-
-    def _extract(
-        self, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
-    ) -> tuple[dict[str, list[ClaimRecord]], dict[str, EvaluationError]]:
-        """Extract the claims of ``to_extract``: those of the blocks that went through, and
-        the blocks that failed.
-
-        Raises:
-            TransientError: the model endpoint could not be reached (the file waits).
-        """
-        if not to_extract:
-            return {}, {}
-        outcomes = self.extractor.extract_each(
-            [self._extraction_input(blocks, b) for b in to_extract]
-        )
-        for outcome in outcomes:
-            if isinstance(outcome, TransientError):
-                raise outcome
-        found: dict[str, list[ClaimRecord]] = {}
-        failed: dict[str, EvaluationError] = {}
-        for block, outcome in zip(to_extract, outcomes, strict=True):
-            if isinstance(outcome, EvaluationError):
-                failed[block.id] = outcome
-            else:
-                found[block.id] = [ClaimRecord(c.id, block.id, c.text) for c in outcome]
-        stats.claims_extracted += sum(len(claims) for claims in found.values())
-        stats.blocks_extracted += len(found)
-        stats.extraction_failures += len(failed)
-        return found, failed
 
     def _settle(
         self,
@@ -694,52 +421,3 @@ class DirtyBlockConsumer:
                 stats.dead_letters += 1
                 log.error("dead letter: block %s of %s: %s", dead.block_id, rel, message)
         return [e for e in present if e.block_id not in failed]
-
-    def _requeue_moved(self, entries: list[QueueEntry]) -> None:
-        """Entries whose block is not in their file any more follow the store (a move), or
-        leave the queue when the block is deleted. A block the store still places in this file
-        may be on its way to another note (a cut and paste, a delete then create): its entry
-        waits until the store moves it or marks it deleted, so the edit it carries is not lost.
-        """
-        stored = self.store.get_blocks([e.block_id for e in entries])
-        done = []
-        waiting = []
-        for entry in entries:
-            block = stored.get(entry.block_id)
-            if block is not None and block.deleted_at is None:
-                if block.file == entry.file:
-                    waiting.append(entry)
-                    continue
-                self.queue.enqueue([Dirty(entry.block_id, block.file, entry.hash, entry.reason)])
-            done.append(entry)
-        self.queue.complete(done)
-        self.queue.release(waiting, delay_s=MOVE_WAIT_S)
-
-    def _extraction_input(self, blocks: Sequence[Block], block: Block) -> ExtractionInput:
-        # Blocks come in note order, so their id lines increase: a linear search here made a
-        # note's extraction quadratic in its number of blocks.
-        index = bisect_left(blocks, block.line, key=attrgetter("line"))
-        p, f = self.window.p, self.window.f
-        return ExtractionInput(
-            block=Utterance(block.id, block.text),
-            before=tuple(Utterance(b.id, b.text) for b in blocks[max(0, index - p) : index]),
-            after=tuple(Utterance(b.id, b.text) for b in blocks[index + 1 : index + 1 + f]),
-        )
-
-    def _window_neighbours(
-        self, blocks: Sequence[Block], changed: set[str], kept: set[str]
-    ) -> set[str]:
-        """The blocks (of ``kept``) whose window holds a block of ``changed``."""
-        p, f = self.window.p, self.window.f
-        ids = [b.id for b in blocks if b.id in kept]
-        found: set[str] = set()
-        for index, bid in enumerate(ids):
-            if bid in changed:
-                # Block j sees i when i is among its p blocks before or its f blocks after.
-                found.update(ids[max(0, index - f) : index])
-                found.update(ids[index + 1 : index + 1 + p])
-        return found - changed
-
-    def _window_texts(self, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
-        item = self._extraction_input(blocks, block)
-        return tuple(u.text for u in (*item.before, *item.after))

@@ -45,7 +45,7 @@ from aclarai.daemon.factory import (
 from aclarai.daemon.intake.adopt import adopt_files
 from aclarai.daemon.intake.importer import ImportReport
 from aclarai.daemon.intake.inbox import InboxWatcher, drain_inbox, inbox_for
-from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.deletions import PendingDeletes
 from aclarai.daemon.loop.resync import (
     ResyncSummary,
@@ -54,6 +54,7 @@ from aclarai.daemon.loop.resync import (
     reconcile,
 )
 from aclarai.daemon.loop.systemd import Notifier
+from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.reports.dashboard import DashboardRefresher
 from aclarai.daemon.vault.control import (

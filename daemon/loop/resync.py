@@ -25,7 +25,8 @@ from aclarai.daemon.factory import (
 from aclarai.daemon.intake.adopt import adopt_files
 from aclarai.daemon.intake.importer import ImportReport, import_rows
 from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
-from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
+from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.reports.dashboard import DashboardWrite, refresh_dashboard
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock

@@ -16,7 +16,8 @@ import aclarai.daemon.vault.writer as writer
 from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
 from aclarai.daemon.config import ProcessingSettings, load_config
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
-from aclarai.daemon.loop.consumer import DirtyBlockConsumer, DrainStats
+from aclarai.daemon.loop.consumer import DirtyBlockConsumer
+from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watcher import OwnWrites, note_signature
 from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
@@ -245,7 +246,7 @@ def test_an_edit_scored_the_same_gets_exactly_one_ver_bump(make_rig) -> None:
 def test_a_rescore_with_equal_scores_writes_nothing(make_rig) -> None:
     rig = make_rig(THREE)
     before = (rig.vault / "n.md").read_bytes()
-    rig.consumer.reevaluate = True
+    rig.consumer.grader.reevaluate = True
     rig.queue.enqueue(Dirty(bid, "n.md", None, "rescore") for bid in "XYZ")
 
     stats = rig.consumer.drain()
@@ -280,7 +281,7 @@ def test_a_failed_reevaluation_of_unchanged_text_keeps_the_comments(make_rig) ->
     rig = make_rig(THREE)
     before = (rig.vault / "n.md").read_bytes()
     rig.evaluator.value = None
-    rig.consumer.reevaluate = True
+    rig.consumer.grader.reevaluate = True
     rig.queue.enqueue([Dirty("X", "n.md", None, "rescore")])
 
     assert rig.consumer.drain().null_scores == 1
