@@ -1,6 +1,7 @@
 """Block sync throughput of each graph backend, through the storage interface only.
 
     python benchmarks/graph_sync.py [--notes 10000] [--blocks-per-note 10] [--backends sqlite,bolt]
+                                    [--warm-up-notes 2000] [--arcadedb-ports BOLT:HTTP]
                                     [--uri bolt://host:7687 --user neo4j --password-env VAR]
 
 Records are generated directly (no parsing, no files), so this measures the stores alone:
@@ -8,8 +9,13 @@ Records are generated directly (no parsing, no files), so this measures the stor
   incremental  1% of blocks edited; only the notes holding them are synced again, once in
                batches of 200 files and once one file per call (as the live consumer does)
 Round-trips are counted at the socket, through a counting proxy in front of the Bolt server, on a
-sample of calls. ``bolt`` starts an ArcadeDB server (the test suite's fixture) unless ``--uri``
-points at a running Neo4j. Target: Bolt cold throughput within 3x of the embedded store's.
+sample of calls. ``bolt`` starts an ArcadeDB server (the test suite's fixture), or uses one the
+fixture already started (``--arcadedb-ports``), unless ``--uri`` points at a running Neo4j.
+
+Target: the Bolt store's cold throughput is at least 60% of the server's floor, the raw
+``UNWIND ... CREATE`` of such blocks under the store's own constraints (timed on ArcadeDB only,
+since it needs a scratch database). What the floor leaves is the server's own cost, and so is the
+gap between the embedded store and any store over that server: SQLite is no yardstick for Bolt.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -37,6 +44,10 @@ from tests.fixtures.bolt_server import BoltServer, start_bolt_server
 
 BATCH_FILES = 200
 WARM_UP_NOTES = 2000
+TARGET = 0.6
+"""The least share of the server's floor that the Bolt store's cold sync must reach. Runs on 2
+cores gave 68-87% (and over 100% when the floor's one timing caught the server in a slow spell):
+the margin is for that noise, and a store that lost a third of its speed would still miss."""
 FLOOR = "UNWIND $rows AS r CREATE (n:Block) SET n = r"
 WORDS = (
     "deploy", "migration", "index", "build", "cluster", "release", "audit", "review", "latency",
@@ -121,34 +132,47 @@ class Bolt:
     password: str
     database: str
     port: int
+    floor: float | None = None
+    """The server's floor in blocks/s, where it was timed."""
 
 
 @contextmanager
 def bolt_target(
     args: argparse.Namespace, workdir: Path, notes: Sequence[FileSync]
 ) -> Iterator[Bolt]:
-    """The Neo4j at ``--uri``, else a fresh ArcadeDB, warmed up, with its floor printed."""
+    """The Neo4j at ``--uri``, else an ArcadeDB (fresh, or the one at ``--arcadedb-ports``),
+    warmed up, with its floor timed and printed, in a database of its own."""
     if args.uri:
         port = int(args.uri.rsplit(":", 1)[1])
         yield Bolt(args.uri, args.user, os.environ.get(args.password_env, ""), args.database, port)
         return
-    with start_bolt_server(workdir / "arcadedb") as server:
-        warm_up_and_floor(server, notes)
-        database = server.create_database("graphsync")
-        yield Bolt(server.uri, server.user, server.password, database, server.bolt_port)
+    with ExitStack() as stack:
+        if args.arcadedb_ports:
+            bolt_port, http_port = (int(p) for p in args.arcadedb_ports.split(":"))
+            server = BoltServer(workdir / "arcadedb", bolt_port=bolt_port, http_port=http_port)
+        else:
+            server = stack.enter_context(start_bolt_server(workdir / "arcadedb"))
+        floor = warm_up_and_floor(server, notes, args.warm_up_notes)
+        # Unique names: a server already running may hold other databases, other runs' too.
+        database = server.create_database(f"graphsync{uuid.uuid4().hex[:12]}")
+        try:
+            yield Bolt(server.uri, server.user, server.password, database, server.bolt_port, floor)
+        finally:
+            server.drop_database(database)
 
 
-def warm_up_and_floor(server: BoltServer, notes: Sequence[FileSync]) -> None:
-    """Warm a fresh server's JIT in a scratch database, then time its raw write speed there.
+def warm_up_and_floor(server: BoltServer, notes: Sequence[FileSync], warm_up: int) -> float:
+    """Warm the server's JIT in a scratch database, then time its raw write speed there on the
+    next ``warm_up`` notes; return that floor in blocks/s.
 
     The floor is ``UNWIND $rows AS r CREATE (n:Block) SET n = r`` of 2,000 rows per statement,
     under the store's own constraints and indexes: no store can sync faster over this server.
     """
-    scratch = server.create_database("scratch")
+    scratch = server.create_database(f"scratch{uuid.uuid4().hex[:12]}")
     try:
         with Neo4jStore(server.uri, server.user, server.password, scratch) as store:
-            sync_all(store, notes[:WARM_UP_NOTES], BATCH_FILES)
-            sample = notes[WARM_UP_NOTES : 2 * WARM_UP_NOTES]
+            sync_all(store, notes[:warm_up], BATCH_FILES)
+            sample = notes[warm_up : 2 * warm_up]
             rows = [
                 {"id": b.id, "file": b.file, "text": b.text, "hash": b.hash,
                  "version": b.version, "position": b.position}
@@ -160,10 +184,10 @@ def warm_up_and_floor(server: BoltServer, notes: Sequence[FileSync]) -> None:
                 for start in range(0, len(rows), 2000):
                     batch = rows[start : start + 2000]
                     session.execute_write(
-                        lambda tx, batch=batch: tx.run(FLOOR, rows=batch).run_worker()
+                        lambda tx, batch=batch: tx.run(FLOOR, rows=batch).consume()
                     )
-            print("bolt server (ArcadeDB) after a warm-up of", len(notes[:WARM_UP_NOTES]), "notes:")
-            report("floor: raw UNWIND ... CREATE", len(rows), time.perf_counter() - started)
+            print("bolt server (ArcadeDB) after a warm-up of", warm_up, "notes:")
+            return report("floor: raw UNWIND ... CREATE", len(rows), time.perf_counter() - started)
     finally:
         server.drop_database(scratch)
 
@@ -211,12 +235,14 @@ def bench(
 
 def count_round_trips(bolt: Bolt, notes: list[FileSync]) -> None:
     proxy = TurnCounter(bolt.port)
+    # Two samples that share no note, however few notes there are.
+    first = min(BATCH_FILES, len(notes) // 2)
     try:
         uri = f"bolt://127.0.0.1:{proxy.port}"
         with Neo4jStore(uri, bolt.user, bolt.password, bolt.database) as store:
             for label, per_file, sample in (
-                ("cold-style batch of 200 files", BATCH_FILES, notes[:BATCH_FILES]),
-                ("one file per call", 1, notes[BATCH_FILES : BATCH_FILES + 50]),
+                (f"cold-style batch of {first} files", BATCH_FILES, notes[:first]),
+                ("one file per call", 1, notes[first : first + 50]),
             ):
                 before_turns, before_statements = proxy.turns, store.statements_run
                 for batch in batches([edited(n, [0], 9) for n in sample], per_file):
@@ -231,32 +257,57 @@ def count_round_trips(bolt: Bolt, notes: list[FileSync]) -> None:
         proxy.close()
 
 
+def target_line(bolt: Bolt, cold: float) -> str:
+    """The Bolt store's cold throughput against the server's floor."""
+    target = f"target: Bolt store cold >= {TARGET:.0%} of the server's floor"
+    if bolt.floor is None:
+        return f"{target}: not checked (no floor: --uri gives no scratch database to time it in)"
+    share = cold / bolt.floor
+    return (
+        f"{target}: {share:.1%} ({cold:,.0f} of {bolt.floor:,.0f} blocks/s), "
+        f"{'met' if share >= TARGET else 'MISSED'}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--blocks-per-note", type=int, default=10)
     parser.add_argument("--backends", default="sqlite,bolt")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--uri", help="a running Neo4j instead of a fresh ArcadeDB")
+    parser.add_argument(
+        "--warm-up-notes",
+        type=int,
+        default=WARM_UP_NOTES,
+        help="notes that warm up the ArcadeDB before its floor is timed on as many more",
+    )
+    parser.add_argument(
+        "--arcadedb-ports",
+        metavar="BOLT:HTTP",
+        help="an ArcadeDB that tests/fixtures/bolt_server.py started, instead of a fresh one",
+    )
+    parser.add_argument("--uri", help="a running Neo4j instead of an ArcadeDB")
     parser.add_argument("--user", default="neo4j")
     parser.add_argument("--password-env", default="NEO4J_PASSWORD")
     parser.add_argument("--database", default="neo4j")
     args = parser.parse_args(argv)
+    backends = args.backends.split(",")
+    if "bolt" in backends and not args.uri and args.notes < 2 * args.warm_up_notes:
+        parser.error(
+            "--notes must be at least twice --warm-up-notes: the floor is timed on the "
+            "notes after the warm-up"
+        )
 
     rng = random.Random(args.seed)
     notes = [make_note(rng, n, args.blocks_per_note) for n in range(args.notes)]
     print(f"{args.notes} notes, {args.notes * args.blocks_per_note} blocks\n")
-    cold: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="aclarai-graphsync-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
-        backends = args.backends.split(",")
         if "sqlite" in backends:
-            cold["sqlite"] = bench(
-                "sqlite", lambda: SqliteStore(workdir / "graph.sqlite"), notes, args.seed
-            )
+            bench("sqlite", lambda: SqliteStore(workdir / "graph.sqlite"), notes, args.seed)
         if "bolt" in backends:
             bolt = stack.enter_context(bolt_target(args, workdir, notes))
-            cold["bolt"] = bench(
+            cold = bench(
                 f"bolt ({bolt.uri})",
                 lambda: Neo4jStore(bolt.uri, bolt.user, bolt.password, bolt.database),
                 notes,
@@ -264,10 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print("round-trips, counted at the socket:")
             count_round_trips(bolt, notes)
-    if {"sqlite", "bolt"} <= cold.keys():
-        ratio = cold["sqlite"] / cold["bolt"]
-        verdict = "meets" if ratio <= 3 else "misses"
-        print(f"\ncold throughput: embedded is {ratio:.2f}x Bolt ({verdict} the 3x target)")
+            print(f"\n{target_line(bolt, cold)}")
     return 0
 
 
