@@ -1,16 +1,18 @@
 """Throughput of the evaluation service with the offline backend.
 
     python benchmarks/service.py [--requests 400] [--entries 1000] [--data ../shared/data]
+                                 [--redis-url redis://127.0.0.1:PORT/0]
 
 Measures, on this machine:
   http        requests/s and p50/p95 latency of ``POST /api/v1/evaluate`` through a real uvicorn
               server on a loopback port, at concurrency 1 and 16 (client threads share the
               machine's cores with the server)
-  consume     entries/s through the Redis Stream consumer: one, then two consumer processes
-              (``consume``, as ``aclarai consume`` runs it) join the group, then the entries are
-              published and timed until the last result is in; SIGTERM stops the processes
+  consume     entries/s through the Redis Stream worker: one, then two worker processes
+              (``run_worker``, as ``aclarai consume`` runs it) join the group, then the entries
+              are published and timed until the last result is in; SIGTERM stops the processes
 Payloads are HaluEval QA rows (knowledge as context, question, right answer) when the data is
-there, else synthetic ones. A real redis-server is started (the test suite's fixture).
+there, else synthetic ones. A real redis-server is started (the test suite's fixture), unless
+``--redis-url`` names one already running; the streams are the run's own and are deleted after.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -187,24 +190,40 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--redis-url", help="a running Redis instead of a fresh redis-server")
     parser.add_argument("--consume-worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.consume_worker:
         consume_worker(*args.consume_worker)
         return
     payloads = load_payloads(args.data)
-    with tempfile.TemporaryDirectory() as home, start_redis_server() as server:
+    with tempfile.TemporaryDirectory() as home, ExitStack() as stack:
+        redis_url = args.redis_url or stack.enter_context(start_redis_server()).url
+        # Names of the run's own, so that a server in use loses nothing of anyone else's.
+        run = f"bench-{uuid.uuid4().hex[:12]}"
         config = load_config(
             env={"XDG_CONFIG_HOME": home, "ACLARAI_STATE_DIR": home},
-            overrides={"redis.url": server.url, "redis.block_ms": 200},
+            overrides={
+                "redis.url": redis_url,
+                "redis.block_ms": 200,
+                "redis.stream": f"{run}-events",
+                "redis.group": f"{run}-group",
+                "redis.results_stream": f"{run}-results",
+                "redis.dead_letter_stream": f"{run}-dead-letter",
+            },
         )
         print(f"{len(payloads)} distinct payloads, offline backend")
         with serving(config) as url:
             http_run(url, payloads, 20, 1)  # warm-up
             for concurrency, requests in ((1, args.requests), (16, args.requests * 2)):
                 print(http_run(url, payloads, requests, concurrency), flush=True)
-        for processes in (1, 2):
-            print(consume_run(config, payloads, args.entries, processes), flush=True)
+        try:
+            for processes in (1, 2):
+                print(consume_run(config, payloads, args.entries, processes), flush=True)
+        finally:
+            names = config.redis
+            with redis.Redis.from_url(redis_url) as client:
+                client.delete(names.stream, names.results_stream, names.dead_letter_stream)
 
 
 if __name__ == "__main__":
