@@ -8,6 +8,11 @@ Starts llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, fro
 its judgements mean nothing, the plumbing is what is tested.
 
     python benchmarks/llm_smoke.py --server-python .venv-llm/bin/python [--note PATH]
+    python benchmarks/llm_smoke.py --api-base http://127.0.0.1:11434/v1 [--model NAME] [--note PATH]
+
+``--api-base`` runs the same against an OpenAI-compatible endpoint that is already serving (the
+test suite's scripted server, or Ollama, vLLM...) instead of starting llama.cpp's; ``--model``
+names its model (else ``model.claimify.default``), and ``OPENAI_API_KEY`` is passed on if set.
 
 On two cores a call takes 10-20 s (prompts of about 1,500 tokens at ~150 tokens/s), so the whole
 sample vault (65 blocks, a few hundred calls) takes about an hour; ``--note`` grades one note of
@@ -26,6 +31,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,83 +101,107 @@ def post(url: str, body: dict[str, object]) -> dict[str, object]:
         return {"http_status": exc.code, "body": exc.read().decode(errors="replace")}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--server-python", required=True, help="python with llama-cpp-python")
-    parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--note", help="grade only this note of sample_vault/ (no inbox)")
-    args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="aclarai-llm-smoke-"))
+@contextmanager
+def llama_cpp_server(server_python: str, n_ctx: int, work: Path) -> Iterator[str]:
+    """llama.cpp's server on the SmolLM2 GGUF, ready; yields its API base."""
     port = free_port()
     api_base = f"http://127.0.0.1:{port}/v1"
     server = subprocess.Popen(
         [
-            args.server_python,
+            server_python,
             "-m",
             "llama_cpp.server",
             "--model",
-            gguf_path(args.server_python),
+            gguf_path(server_python),
             "--host",
             "127.0.0.1",
             "--port",
             str(port),
             "--n_ctx",
-            str(args.n_ctx),
+            str(n_ctx),
         ],
         stdout=subprocess.DEVNULL,
         stderr=(work / "server.log").open("wb"),
     )
+    try:
+        wait_for(f"{api_base}/models", server)
+        yield api_base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    endpoint = parser.add_mutually_exclusive_group(required=True)
+    endpoint.add_argument("--server-python", help="python with llama-cpp-python")
+    endpoint.add_argument("--api-base", help="an OpenAI-compatible endpoint already serving")
+    parser.add_argument("--model", help="the model to ask (default: model.claimify.default)")
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--note", help="grade only this note of sample_vault/ (no inbox)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="aclarai-llm-smoke-"))
+    serving = (
+        nullcontext(args.api_base)
+        if args.api_base
+        else llama_cpp_server(args.server_python, args.n_ctx, work)
+    )
+    # A local llama.cpp needs no key; an endpoint of the user's may need theirs.
+    api_key = os.environ.get("OPENAI_API_KEY", "local") if args.api_base else "local"
+    with serving as api_base:
+        run(api_base, api_key, args.model, args.note, work)
+    print(f"logs and state in {work}")
+    return 0
+
+
+def run(api_base: str, api_key: str, model: str | None, note: str | None, work: Path) -> None:
+    """Resync (the whole sample vault, or ``note``), status, then the two service requests."""
     env = {
         **os.environ,
         "ACLARAI_STATE_DIR": str(work / "state"),
         "XDG_CONFIG_HOME": str(work / "config"),
         "ACLARAI_MODEL__BACKEND": "llm",
         "ACLARAI_MODEL__LLM__API_BASE": api_base,
-        "OPENAI_API_KEY": "local",
+        "OPENAI_API_KEY": api_key,
     }
+    if model:
+        env["ACLARAI_MODEL__CLAIMIFY__DEFAULT"] = model
     aclarai = [sys.executable, "-m", "aclarai.daemon.cli"]
-    try:
-        wait_for(f"{api_base}/models", server)
-        vault = work / "vault"
-        if args.note:
-            (vault / args.note).parent.mkdir(parents=True)
-            shutil.copy2(ROOT / "sample_vault" / args.note, vault / args.note)
-        else:
-            shutil.copytree(ROOT / "sample_vault", vault)
-        started = time.monotonic()
-        resync = subprocess.run([*aclarai, "resync", str(vault)], env=env, text=True,
-                                capture_output=True)  # fmt: skip
-        elapsed = time.monotonic() - started
-        print(resync.stdout)
-        print(resync.stderr[-2000:], file=sys.stderr)
-        print(f"resync: exit {resync.returncode} in {elapsed:.1f} s")
-        status = subprocess.run(
-            [*aclarai, "status", str(vault)], env=env, text=True, capture_output=True
-        )
-        print(status.stdout)
+    vault = work / "vault"
+    if note:
+        (vault / note).parent.mkdir(parents=True)
+        shutil.copy2(ROOT / "sample_vault" / note, vault / note)
+    else:
+        shutil.copytree(ROOT / "sample_vault", vault)
+    started = time.monotonic()
+    resync = subprocess.run([*aclarai, "resync", str(vault)], env=env, text=True,
+                            capture_output=True)  # fmt: skip
+    elapsed = time.monotonic() - started
+    print(resync.stdout)
+    print(resync.stderr[-2000:], file=sys.stderr)
+    print(f"resync: exit {resync.returncode} in {elapsed:.1f} s")
+    status = subprocess.run(
+        [*aclarai, "status", str(vault)], env=env, text=True, capture_output=True
+    )
+    print(status.stdout)
 
-        service_port = free_port()
-        serve = subprocess.Popen(
-            [*aclarai, "serve", "--port", str(service_port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=(work / "serve.log").open("wb"),
-        )
-        try:
-            wait_for(f"http://127.0.0.1:{service_port}/api/v1/health", serve)
-            for body in (CAPITAL, EARLY_EXIT):
-                started = time.monotonic()
-                answer = post(f"http://127.0.0.1:{service_port}/api/v1/evaluate", body)
-                took = time.monotonic() - started
-                print(f"{body['event_id']} ({took:.1f} s): {json.dumps(answer)[:1500]}")
-        finally:
-            serve.terminate()
-            serve.wait(timeout=30)
+    service_port = free_port()
+    serve = subprocess.Popen(
+        [*aclarai, "serve", "--port", str(service_port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(work / "serve.log").open("wb"),
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{service_port}/api/v1/health", serve)
+        for body in (CAPITAL, EARLY_EXIT):
+            started = time.monotonic()
+            answer = post(f"http://127.0.0.1:{service_port}/api/v1/evaluate", body)
+            took = time.monotonic() - started
+            print(f"{body['event_id']} ({took:.1f} s): {json.dumps(answer)[:1500]}")
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-    print(f"logs and state in {work}")
-    return 0
+        serve.terminate()
+        serve.wait(timeout=30)
 
 
 if __name__ == "__main__":
