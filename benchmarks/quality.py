@@ -41,7 +41,6 @@ from aclarai.daemon.factory import build_evaluator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_offline import featurise_all, fit, wice_three_way
 from labelled_data import (
-    TRUE_SETS,
     Pair,
     auroc,
     balanced_accuracy,
@@ -51,6 +50,7 @@ from labelled_data import (
     load_halueval_matched,
     load_true,
     load_wice,
+    true_sets,
     word_overlap,
 )
 
@@ -115,7 +115,7 @@ def halueval_length_controlled(run: Run) -> tuple[int, float, float]:
 
 def load_sets(data: Path, limit: int | None) -> list[Run]:
     """Every labelled set, each cut to its first ``limit`` pairs when given."""
-    sets = [(name, load_true(data, name)) for name in TRUE_SETS]
+    sets = [(name, load_true(data, name)) for name in true_sets(data)]
     sets += [("wice", load_wice(data)), ("halueval", load_halueval_matched(data))]
     runs = []
     for name, pairs in sets:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from labelled_data import TRUE_SETS, data_dir, load_true
+from labelled_data import data_dir, load_true, true_sets
 
 from aclarai.daemon.config import load_config
 from aclarai.daemon.service.core import build_service_core
@@ -53,7 +53,7 @@ def halueval_events(folder: Path, limit: int | None) -> list[bytes]:
 
 def claim_pairs(folder: Path, limit: int | None) -> dict[str, list[bytes]]:
     sets: dict[str, list[bytes]] = {}
-    for name in TRUE_SETS:
+    for name in true_sets(folder):
         pairs = load_true(folder, name)[:limit]
         sets[name] = [
             json.dumps({"source": p.source, "claim": p.claim, "label": p.label == "1"}).encode()

@@ -1,0 +1,328 @@
+"""Every runnable benchmark runs, tiny, in ``make test``, so that none can rot unseen (issue 26).
+
+Each ``benchmarks/*.py`` with a ``__main__`` runs as the user runs it (a subprocess from the
+repository root) with the tiny arguments of :data:`TINY`, on the vendored sample of the labelled
+sets (``tests/data/benchmark_sample/``), on the session's Bolt and Redis servers, and the LLM one on
+the scripted OpenAI-compatible server. Each must exit 0, print its header line first, print a
+number where each of its figures belongs, and leave the repository as it found it. The figures'
+values are the machine's and never checked; what a run must do on any machine is (every edit
+scored, exactly the edited blocks reported dirty, the LLM smoke's resync exiting 0).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pytest
+
+from aclarai.agents.offline.features import FEATURE_NAMES
+from tests.agents.scripted_llm import (
+    Recorded,
+    Reply,
+    combined_responder,
+    json_reply,
+    scripted_llm_server,
+    status,
+    text,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+SAMPLE = ROOT / "tests" / "data" / "benchmark_sample"
+SAMPLE_SETS = (*sorted(p.stem for p in (SAMPLE / "true").glob("*.csv")), "wice", "halueval")
+HALUEVAL_ROWS = len((SAMPLE / "halueval_qa_dev.jsonl").read_text(encoding="utf-8").splitlines())
+RUN_TIMEOUT_S = 100
+N = r"-?\d[\d,]*(?:\.\d+)?"
+"""A figure as the benchmarks print it: ``0.034``, ``12,345``, ``-0.120``."""
+RATE = rf"{N}/s \({N} µs each\)"
+DASHBOARD_KEYS = (
+    "blocks",
+    "claims",
+    "below_threshold",
+    "resync_s",
+    "dashboard_bytes",
+    "write_s_median",
+    "write_s_max",
+    "unchanged_s_median",
+)
+IMPORT_LINE = (
+    rf"{{source}} +{{phase}} +\d+ messages, \d+ notes \(\d+ MB export\): {N} s, {N} messages/s "
+    rf"\({N} per CPU s\), peak RSS \d+ MB"
+)
+# Caches and bytecode that a run may leave; anything else new or changed in the clone is a bug.
+NOT_THE_CLONE = {".git", ".venv", ".venv-llm", "__pycache__", ".mypy_cache", ".ruff_cache",
+                 ".pytest_cache", ".hypothesis"}  # fmt: skip
+
+
+def runnable(path: Path) -> bool:
+    return re.search(r'^if __name__ == "__main__":', path.read_text(), re.MULTILINE) is not None
+
+
+class Run:
+    """The ``{name}`` values of the tiny command lines; a server is fetched only when named."""
+
+    sample = SAMPLE
+
+    def __init__(self, tmp: Path, request: pytest.FixtureRequest, stack: ExitStack) -> None:
+        self.tmp = tmp
+        self._request = request
+        self._stack = stack
+
+    def __getitem__(self, name: str) -> str:
+        return str(getattr(self, name))
+
+    @cached_property
+    def arcadedb_ports(self) -> str:
+        server = self._request.getfixturevalue("bolt_server")
+        return f"{server.bolt_port}:{server.http_port}"
+
+    @cached_property
+    def redis_url(self) -> str:
+        return str(self._request.getfixturevalue("redis_server").url)
+
+    @cached_property
+    def llm_api_base(self) -> str:
+        server = self._stack.enter_context(scripted_llm_server())
+        server.responder = reading_model
+        return server.base_url
+
+
+@dataclass(frozen=True)
+class Tiny:
+    """One benchmark's tiny run: its arguments (a command line, shell-quoted, with ``{name}``s of
+    :class:`Run`), its first line (a regular expression matching it whole), and its figures
+    (regular expressions, each searched line by line in its stdout)."""
+
+    args: str
+    header: str
+    figures: tuple[str, ...]
+
+
+def _delimited(request: Recorded, kind: str) -> list[str]:
+    pattern = rf'<untrusted kind="{kind}"(?: n="\d+")?>\n(.*?)\n</untrusted>'
+    return re.findall(pattern, request.user_text, flags=re.DOTALL)
+
+
+_score_claims = combined_responder()
+
+
+def reading_model(request: Recorded) -> Reply:
+    """A model that answers every prompt of the pipeline in shape: Claimify keeps each
+    declarative sentence of the block as one claim, the claims are graded well, judges give
+    0.9, the pronoun resolver changes nothing and the verifier says supported."""
+    system = request.system_text
+    if "selection stage" in system:
+        [block] = _delimited(request, "target_block")
+        sentences = re.split(r"(?<=[.!?])\s+", block.split(": ", 1)[-1])
+        return json_reply({"selected": [s for s in sentences if s.endswith(".")]})
+    if "disambiguation stage" in system:
+        sentences = _delimited(request, "selected_sentence")
+        return json_reply({"sentences": [{"text": s, "resolved": True} for s in sentences]})
+    if "decomposition stage" in system:
+        return json_reply({"claims": _delimited(request, "sentence")})
+    if "You grade claims" in system:
+        return _score_claims(request)
+    if "You judge the" in system:
+        return json_reply({"score": 0.9, "reason": "scripted"})
+    if "You rewrite a text" in system:
+        return json_reply({"text": _delimited(request, "text")[0]})
+    if "You verify a CLAIM" in system:
+        return text("LABEL: supported\nJUSTIFICATION: scripted.")
+    return status(418, message=f"a prompt this model was not taught: {system[:80]!r}")
+
+
+def _bench_line(label: str) -> str:
+    return rf"^  {re.escape(label)} +\d+ blocks +{N} s +{N} blocks/s$"
+
+
+def _incremental(per_call: str) -> str:
+    # The store must report exactly the blocks that were edited.
+    return (
+        _bench_line(f"incremental 1%, {per_call} file(s)/call")
+        + rf"\n    \d+ files re-synced, (\d+) dirty blocks reported \(expected \1\): {N} dirty"
+    )
+
+
+TINY: dict[str, Tiny] = {
+    "dashboard": Tiny(
+        "--notes 5 --blocks-per-note 3 --repeat 1",
+        r"\{",
+        tuple(rf'^  "{key}": {N},?$' for key in DASHBOARD_KEYS),
+    ),
+    "fit_offline": Tiny(
+        "--data {sample} --out {tmp}/params.json",
+        rf"fitted on (\w+, )+\w+ in {N} s",
+        (
+            *(rf"^  {name} +[+-]\d+\.\d{{3}}$" for name in FEATURE_NAMES),
+            rf"^verdict thresholds: weakly_supported >= {N}, supported >= {N}$",
+            r"^wrote .*params\.json$",
+        ),
+    ),
+    "graph_sync": Tiny(
+        "--notes 40 --blocks-per-note 5 --warm-up-notes 10 --arcadedb-ports {arcadedb_ports}",
+        r"40 notes, 200 blocks",
+        (
+            r"^sqlite:\n" + _bench_line("cold, 200 files/call"),
+            _bench_line("floor: raw UNWIND ... CREATE"),
+            r"^bolt \(bolt://127\.0\.0\.1:\d+\):\n" + _bench_line("cold, 200 files/call"),
+            *(_incremental(per_call) for per_call in ("200", "1")),
+            rf"^  cold-style batch of \d+ files +{N} round-trips/file",
+            rf"^  one file per call +{N} round-trips/file",
+            rf"^target: Bolt store cold >= \d+% of the server's floor: {N}% \({N} of {N} "
+            r"blocks/s\), (met|MISSED)$",
+        ),
+    ),
+    "import": Tiny(
+        "--conversations 3 --messages 4",
+        IMPORT_LINE.format(source="chatgpt", phase="first"),
+        tuple(
+            "^" + IMPORT_LINE.format(source=source, phase=phase) + "$"
+            for source in ("chatgpt", "slack")
+            for phase in ("first", "again")
+        ),
+    ),
+    "latency": Tiny(
+        "--notes 3 --blocks-per-note 2 --edits 3 --quiet 0.1 --interval 0.05",
+        rf"vault: 3 notes, 6 blocks; quiet period {N} s",
+        (
+            rf"^start-up reconcile \(cold, whole vault scored\): {N} s$",
+            rf"^edits: (\d+), one every {N} s; scored: \1$",
+            rf"^save->score minus quiet period: p50 {N} s  p95 {N} s  max {N} s$",
+            rf"^target p95 <= {N} s: (met|MISSED)$",
+            r"^daemon warnings logged: \d+$",
+            rf"^daemon RSS: {N} MB after start-up, {N} MB at the end, peak {N} MB$",
+        ),
+    ),
+    "llm_smoke": Tiny(
+        "--api-base {llm_api_base} --model scripted --note 'research/2024-06-14 Reading group.md'",
+        r"aclarai resync: \S+/vault",
+        (
+            r"^claims evaluated +[1-9]\d*$",
+            r"^llm calls +[1-9]\d*$",
+            rf"^resync: exit 0 in {N} s$",
+            r"^scored +[1-9]\d*$",
+            *(
+                rf'^{event} \({N} s\): \{{"id": "{event}", "stages": .*"verdict": "\w+"'
+                for event in ("evt-001", "evt-002")
+            ),
+        ),
+    ),
+    "offline_speed": Tiny(
+        "--blocks 100 --repeat 1",
+        rf"split_sentences  {RATE} utterances",
+        (
+            rf"^pysbd +(not installed|{RATE} utterances)$",
+            rf"^extractor +{RATE} blocks$",
+            rf"^evaluator +{RATE} claims$",
+            rf"^  with windows +{RATE} claims$",
+            rf"^  \d+ processes +{RATE} claims \(eval\.workers: \d+\)$",
+            r"^\(\d+ claims from 100 blocks\)$",
+        ),
+    ),
+    "quality": Tiny(
+        "--data {sample} --state-dir {tmp}/quality-state",
+        rf"leave one dataset out: .*threshold\.claim_quality {N}",
+        (
+            *(rf"^{name} +\d+ +{N} +{N} +{N} +{N} +{N} +{N}( <)?$" for name in SAMPLE_SETS),
+            rf"^mean +{N} +{N} +{N} +{N} +{N} +{N}$",
+            r"^sets below word overlap: ",
+        ),
+    ),
+    "resync": Tiny(
+        "--notes 5 --blocks-per-note 3",
+        rf"generated 5 notes / 15 blocks in {N} s",
+        tuple(
+            rf"^{phase} +15 +{N} +{N} +\d+ +\d+ +\d+ +\d+$" for phase in ("scan", "full", "warm")
+        ),
+    ),
+    "service": Tiny(
+        "--requests 20 --entries 20 --data {sample} --redis-url {redis_url}",
+        # Two payloads a HaluEval row: the sample was read, not the synthetic stand-in.
+        rf"{2 * HALUEVAL_ROWS} distinct payloads, offline backend",
+        (
+            *(
+                rf"^http  concurrency +{c}: +{N} req/s   p50 +{N} ms   p95 +{N} ms   "
+                rf"\(\d+ requests\)$"
+                for c in (1, 16)
+            ),
+            rf"^consume 1 process  : +{N} entries/s   \(20 entries in {N} s\)$",
+            rf"^consume 2 processes: +{N} entries/s   \(20 entries in {N} s\)$",
+        ),
+    ),
+    "validation": Tiny(
+        "--data {sample} --report {tmp}/validation.json",
+        rf"== HaluEval QA answer events \({N} s\)",
+        (
+            rf"^answer events +{2 * HALUEVAL_ROWS}$",
+            rf"^agreement +{N}$",
+            rf"^Cohen's kappa +{N}$",
+            rf"^Kendall's tau-b +{N}$",
+            *(
+                rf"^== {name} claim pairs \({N} s\)\n"
+                rf"claim pairs +\d+ \(\d+ failed evaluations left out\)\n"
+                rf"AUROC +{N}\n"
+                rf"balanced accuracy +{N} at threshold {N}\n"
+                rf"best threshold +{N} \(balanced accuracy {N}\)\n"
+                rf"calibration error +{N} \(ECE, 10 bins\)$"
+                for name in SAMPLE_SETS
+                if name != "halueval"
+            ),
+        ),
+    ),
+}
+
+
+def clone_files() -> dict[str, tuple[int, int]]:
+    """Every file of the clone outside :data:`NOT_THE_CLONE`, with its mtime and size."""
+    found = {}
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders if d not in NOT_THE_CLONE]
+        for name in files:
+            stat = Path(folder, name).stat()
+            found[os.path.relpath(Path(folder, name), ROOT)] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+@pytest.fixture
+def run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Run]:
+    with ExitStack() as stack:
+        yield Run(tmp_path, request, stack)
+
+
+@pytest.mark.parametrize(
+    "benchmark", sorted(p for p in BENCHMARKS.glob("*.py") if runnable(p)), ids=lambda p: p.stem
+)
+def test_the_benchmark_runs_tiny_and_prints_its_figures(benchmark: Path, run: Run) -> None:
+    tiny = TINY.get(benchmark.stem)
+    if tiny is None:
+        pytest.fail(
+            f"benchmarks/{benchmark.name} has no tiny run: add its tiny arguments, header and "
+            f"figures to TINY in tests/{Path(__file__).name}"
+        )
+    args = [arg.format_map(run) for arg in shlex.split(tiny.args)]
+    before = clone_files()
+    done = subprocess.run(
+        [sys.executable, str(benchmark.relative_to(ROOT)), *args],
+        cwd=ROOT,
+        # Temp folders and the feature cache of fit_offline and quality land in tmp_path.
+        env={**os.environ, "TMPDIR": str(run.tmp)},
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    shown = f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, shown
+    first = done.stdout.splitlines()[0] if done.stdout else ""
+    assert re.fullmatch(tiny.header, first), f"header {tiny.header!r}\n{shown}"
+    missing = [f for f in tiny.figures if not re.search(f, done.stdout, re.MULTILINE)]
+    assert missing == [], shown
+    assert clone_files() == before, "the run wrote into the clone"
