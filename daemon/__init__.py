@@ -1,6 +1,8 @@
 """All of aclarai's I/O. Start at :mod:`.cli` (every command: parse, build, call one function),
 :mod:`.config` (the one configuration object) and :mod:`.factory` (configuration to concrete
-parts). The rooms below them, each importing only the rooms after it:
+parts). The rooms, each importing only the rooms after it (the factory lies between
+``reports/`` and ``intake/``: the rooms above build their parts with it, and it builds from the
+two below):
 
 - ``loop/``: the daemon and ``aclarai resync``, the watcher, the DirtyBlockConsumer;
 - ``service/``: the evaluation service (HTTP, the Redis Stream worker, MCP, evaluate, validate);
