@@ -34,7 +34,9 @@ from aclarai.agents.base import (
     ExtractionInput,
     Score,
     Utterance,
+    as_read,
     claim_id,
+    prose_of,
 )
 from aclarai.agents.cache import ResultCache, cache_key
 from aclarai.agents.embeddings import Embedder, HashingEmbedder, OpenAIEmbedder
@@ -118,6 +120,7 @@ __all__ = [
     "VectorIndex",
     "Verifier",
     "answer_agreement",
+    "as_read",
     "build_tool_factory",
     "cache_key",
     "claim_agreement",
@@ -129,6 +132,7 @@ __all__ = [
     "load_judge_specs",
     "offline_judges",
     "parse_verdict",
+    "prose_of",
     "replace_pronouns",
     "split_statements",
     "verify_claims",

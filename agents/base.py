@@ -5,6 +5,12 @@ An evaluator must implement only :meth:`Evaluator.evaluate_batch`; a claim extra
 prompts or learned parameters) for the evaluation cache: change either and cached results stop
 matching.
 
+Both grade the text a reader sees, never Markdown syntax: an evaluator scores
+:func:`as_read` of its items (claim, source and context rendered by
+:func:`aclarai.parsers.reader_text`, so ``The app has no [[Ribbon]].`` says what
+``The app has no Ribbon.`` says), and an extractor reads only the block's prose
+(:func:`prose_of`: code, math, comments, embeds and task items state no claim).
+
 A score of ``None`` means the evaluation failed and ``status`` says why. It is never 0.
 """
 
@@ -18,7 +24,7 @@ from dataclasses import dataclass, fields
 from types import TracebackType
 from typing import TypeVar
 
-from aclarai.parsers import EvaluationError, normalize_text
+from aclarai.parsers import EvaluationError, normalize_text, prose_text, reader_text
 
 _Record = TypeVar("_Record")
 
@@ -85,6 +91,32 @@ class EvalItem:
     context: tuple[str, ...] = ()
     """Neighbouring utterances (the window), for decontextualization and verification."""
     claim_id: str | None = None
+
+
+def as_read(items: Sequence[EvalItem]) -> list[EvalItem]:
+    """The items as a reader sees them: claim, source and context rendered from Markdown."""
+    # The claims of a block share its source and window: each text is rendered once.
+    rendered: dict[str, str] = {}
+
+    def read(text: str) -> str:
+        found = rendered.get(text)
+        if found is None:
+            found = rendered[text] = reader_text(text)
+        return found
+
+    return [
+        EvalItem(read(i.claim), read(i.source), tuple(map(read, i.context)), i.claim_id)
+        for i in items
+    ]
+
+
+def prose_of(item: ExtractionInput) -> ExtractionInput:
+    """The input as an extractor reads it: the block's prose, and its neighbours as read."""
+    return ExtractionInput(
+        block=Utterance(item.block.block_id, prose_text(item.block.text)),
+        before=tuple(Utterance(u.block_id, reader_text(u.text)) for u in item.before),
+        after=tuple(Utterance(u.block_id, reader_text(u.text)) for u in item.after),
+    )
 
 
 @_pickled_by_fields

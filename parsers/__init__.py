@@ -11,6 +11,7 @@ from aclarai.parsers.dashboard import (
     NoteStats,
     render_dashboard,
     same_dashboard,
+    shown_threshold,
 )
 from aclarai.parsers.errors import (
     AclaraiError,
@@ -38,7 +39,9 @@ from aclarai.parsers.grammar import (
     scan_line,
 )
 from aclarai.parsers.hashing import content_hash, normalize_text
+from aclarai.parsers.marks import Unadopted, drop_emptied, unadopt_note
 from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, ProblemKind
+from aclarai.parsers.reading import LineKind, line_kinds, prose_text, reader_text
 from aclarai.parsers.rewrite import RewriteResult, apply_scores
 from aclarai.parsers.sentences import split_for_nli, split_sentences
 from aclarai.parsers.timestamps import format_utc, utc_now
@@ -59,6 +62,7 @@ __all__ = [
     "EvaluationError",
     "EvaluatorUnavailable",
     "InputTooLong",
+    "LineKind",
     "NoteLayout",
     "NoteStats",
     "ParseError",
@@ -71,6 +75,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TransientError",
+    "Unadopted",
     "UnparseableOutput",
     "VaultBusy",
     "WriteConflict",
@@ -78,17 +83,23 @@ __all__ = [
     "apply_scores",
     "content_hash",
     "decode_note",
+    "drop_emptied",
     "format_id_comment",
     "format_score_comment",
     "format_utc",
+    "line_kinds",
     "normalize_text",
     "parse_anchor",
     "parse_note",
+    "prose_text",
+    "reader_text",
     "render_dashboard",
     "same_dashboard",
     "scan_line",
     "scan_note",
+    "shown_threshold",
     "split_for_nli",
     "split_sentences",
+    "unadopt_note",
     "utc_now",
 ]

@@ -1,6 +1,7 @@
 """Sentence splitting for claim extraction and NLI.
 
-One splitter, rule-based and regex-driven: a sentence ends at ``.``, ``!``, ``?`` or ``…`` (plus any
+One splitter, rule-based and regex-driven: a sentence ends at a full-width ``。``, ``！`` or ``？``
+(Japanese and Chinese write no space after them), or at ``.``, ``!``, ``?`` or ``…`` (plus any
 closing quotes or brackets) followed by whitespace, unless the word before the full stop is a known
 abbreviation (``Dr.``, ``e.g.``, ``Jan.``), an initial (``J. Smith``), a dotted acronym followed
 by a lower-case word, or an ellipsis followed by a lower-case word. A blank line always ends a
@@ -41,6 +42,10 @@ _SENTENCE_ENDING_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "
 
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
+# A full-width end mark, with its closing quotes and brackets: always a boundary.
+_WIDE_BOUNDARY = re.compile(r"[。！？｡]+[」』）】〕〉》”’\"')\]]*")
+_QUOTE_CLOSERS = "」』"
+_HIRAGANA = re.compile(r"[\u3041-\u309f]")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
 _LOOK_BACK = 16
 """Longer than most words: the look-back a search for the word before a full stop starts with."""
@@ -97,6 +102,20 @@ def _split_lines(paragraph: str) -> list[str]:
 
 
 def _split_unit(unit: str) -> list[str]:
+    if "。" in unit or "！" in unit or "？" in unit or "｡" in unit:
+        sentences: list[str] = []
+        start = 0
+        for match in _WIDE_BOUNDARY.finditer(unit):
+            # 「…。」と言った: a quotation closed inside a sentence that goes on.
+            if match.group()[-1] in _QUOTE_CLOSERS and _HIRAGANA.match(unit, match.end()):
+                continue
+            sentences.extend(_split_latin(unit[start : match.end()].strip()))
+            start = match.end()
+        return [*sentences, *_split_latin(unit[start:].strip())]
+    return _split_latin(unit)
+
+
+def _split_latin(unit: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(unit):

@@ -43,6 +43,8 @@ from aclarai.agents.base import (
     Evaluator,
     ExtractionInput,
     Score,
+    as_read,
+    prose_of,
 )
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
@@ -68,7 +70,7 @@ from aclarai.agents.llm.schemas import (
 )
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
-from aclarai.parsers import EvaluationError, EvaluatorUnavailable
+from aclarai.parsers import EvaluationError, EvaluatorUnavailable, reader_text
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +234,8 @@ class LLMClaimExtractor(ClaimExtractor):
     def extract_each(
         self, inputs: Sequence[ExtractionInput]
     ) -> list[list[Claim] | EvaluationError]:
-        return _run_all(self._extract, inputs, self._client.settings.max_concurrency)
+        read = [prose_of(item) for item in inputs]
+        return _run_all(self._extract, read, self._client.settings.max_concurrency)
 
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
         outcomes = self.extract_each(inputs)
@@ -373,6 +376,7 @@ class LLMEvaluator(Evaluator):
         return f"{self.name}-{self._mode}:{models}@{self.version}"
 
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        items = as_read(items)
         results: list[Score | None] = [None] * len(items)
         keys = [self._key(item) for item in items]
         pending: list[int] = []
@@ -433,7 +437,7 @@ class LLMEvaluator(Evaluator):
         except EvaluationError as exc:
             logger.warning("vector search failed for a claim: %s", exc)
             return "(search unavailable)"
-        texts = [hit.text for hit in hits if hit.text != item.source]
+        texts = [text for text in (reader_text(hit.text) for hit in hits) if text != item.source]
         return delimit_all("similar_utterance", texts)
 
     def _score_group(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:

@@ -3,8 +3,10 @@
 Verifiable elements are names and places (capitalised words and runs of them, technical tokens
 such as ``v2.3`` or ``PostgreSQL``), numbers and dates (digits, number words, month and weekday
 names, "yesterday"). A claim usually restates one or two sentences of a longer utterance, so
-only the source sentences the claim draws on count: the best-aligned sentence, plus any other
-sharing at least half of its content words with the claim. The speaker prefix of a Tier 1
+only the source sentences the claim came from count: the sentence sharing the most content words
+with it, then each other sentence that gives it content words those before it lack (a claim
+merging two sentences came from both). A claim that is one sentence of a three-sentence block is
+not charged for the other two sentences' names and numbers. The speaker prefix of a Tier 1
 utterance is who spoke, not what was said, and is left out.
 """
 
@@ -30,7 +32,6 @@ from aclarai.agents.offline.features import (
 
 RELATIVE_DATES = word_set("yesterday today tomorrow tonight")
 _DATE_WORDS = MONTHS | WEEKDAYS | RELATIVE_DATES
-_DRAWN_ON = 0.5
 _NAME, _NUMBER_OR_DATE, _OTHER = "name", "number or date", "other"
 
 
@@ -69,7 +70,8 @@ def coverage(claim: str, source: str) -> Coverage:
     claim_stems = set(map(stem, claim_words))
     claim_numbers = set(chain.from_iterable(map(number_values, claim_words)))
     elements: list[str] = []
-    for sentence in _drawn_on(claim_stems, source):
+    claim_content = {stem(w) for w in claim_words if is_content(w)}
+    for sentence in _drawn_on(claim_content, source):
         elements.extend(e for e in _elements(sentence) if e not in elements)
     if not elements:
         return Coverage(1.0, (), ())
@@ -121,18 +123,19 @@ def _content_stems(sentence: str) -> frozenset[str]:
     return frozenset(map(stem, filter(is_content, words_of(sentence)[1])))
 
 
-def _drawn_on(claim_stems: set[str], source: str) -> list[str]:
+def _drawn_on(claim_content: set[str], source: str) -> list[str]:
     sentences = _source_sentences(source)
-    scored = []
-    for sentence, content in sentences:
-        shared = len(content & claim_stems)
-        scored.append((shared, shared / len(content) if content else 0.0, sentence))
-    if not scored:
-        return []
-    best = max(scored, key=lambda item: item[0])
-    if best[0] == 0:
+    shared = [content & claim_content for _, content in sentences]
+    if not any(shared):
         return [sentence for sentence, _ in sentences]
-    return [s for shared, share, s in scored if s is best[2] or (shared and share >= _DRAWN_ON)]
+    covered: set[str] = set()
+    chosen: list[int] = []
+    # Most shared words first; sorted() is stable, so the earlier sentence wins a tie.
+    for i in sorted(range(len(shared)), key=lambda i: -len(shared[i])):
+        if shared[i] - covered:
+            covered |= shared[i]
+            chosen.append(i)
+    return [sentences[i][0] for i in sorted(chosen)]
 
 
 def _without_speaker(sentence: str) -> str:

@@ -23,12 +23,12 @@ from aclarai.agents.offline.features import (
     MONTHS,
     STOPWORDS,
     WEEKDAYS,
-    WORD_PATTERN,
     is_content,
     stem,
     word_set,
     words_of,
 )
+from aclarai.agents.offline.words import UNSPACED_CHAR, find_words
 
 _THIRD_PERSON = word_set(
     "he she it they him her them his hers its their theirs himself herself itself themselves"
@@ -73,6 +73,18 @@ ANAPHORIC_DESCRIPTION = 0.85
 ELLIPSIS = 0.85
 MISSING_SUBJECT = 0.5
 SHORT = 0.8
+_UNSPACED_CONTEXT: tuple[tuple[str, float, str], ...] = tuple(
+    (word, factor, kind)
+    for words, factor, kind in (
+        ("彼女 彼ら 彼 他们 她们 她 它 他", PRONOUN, "pronoun"),
+        ("私たち 私 僕 俺 我们 我", FIRST_PERSON, "pronoun"),
+        ("これ それ あれ この その あの 这 那", DEMONSTRATIVE, "demonstrative"),
+        ("あそこ ここ そこ 这里 那里", DEICTIC_PLACE, "place"),
+        ("昨日 今日 明日 先週 来週 去年 来年 最近 昨天 今天 明天", RELATIVE_TIME, "relative time"),
+    )
+    for word in words.split()
+)
+"""Words of Japanese and Chinese that need the conversation to be understood."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +127,8 @@ def decontextualization(
         penalties.append((MISSING_SUBJECT, "no subject"))
     if len(words) < 4:
         penalties.append((SHORT, "too short"))
+    if UNSPACED_CHAR.search(claim):
+        penalties.extend(_unspaced_penalties(claim))
     score = 1.0
     for factor, _ in penalties:
         score *= factor
@@ -147,6 +161,19 @@ def _word_penalty(
     if lower == "the" and _anaphoric(following, words, i, context):
         return (ANAPHORIC_DESCRIPTION, f"'the {following}' refers back")
     return None
+
+
+def _unspaced_penalties(claim: str) -> list[tuple[float, str]]:
+    """Penalties for the pronouns and deictics of Japanese and Chinese, found as substrings
+    (their words are not delimited), longest first; "其他" ("other") holds no pronoun."""
+    text = claim.replace("其他", "")
+    penalties = []
+    for word, factor, kind in _UNSPACED_CONTEXT:
+        if word in text:
+            penalties.append((factor, f"{kind} '{word}'"))
+            # "彼女" is one pronoun, not "彼女" and "彼".
+            text = text.replace(word, "")
+    return penalties
 
 
 def _dummy_it(lowered: Sequence[str], i: int) -> bool:
@@ -218,4 +245,4 @@ def _speakers(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=128)
 def _nouns(text: str) -> frozenset[str]:
-    return frozenset(map(stem, filter(is_content, map(str.lower, WORD_PATTERN.findall(text)))))
+    return frozenset(map(stem, filter(is_content, map(str.lower, find_words(text)))))

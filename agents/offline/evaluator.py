@@ -26,12 +26,11 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from aclarai.agents.base import EvalItem, Evaluator, Score
+from aclarai.agents.base import EvalItem, Evaluator, Score, as_read
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.features import (
     FEATURE_NAMES,
-    WORD_PATTERN,
     TextView,
     analyse,
     contradiction,
@@ -40,11 +39,12 @@ from aclarai.agents.offline.features import (
     pair_features,
     stem,
 )
+from aclarai.agents.offline.words import WORD_PATTERN, find_words
 
 logger = logging.getLogger(__name__)
 
 PARAMS_RESOURCE = "params.json"
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 """Bumped when a rule outside the learned parameters changes the scores."""
 CONTRADICTION_CAP = 0.1
 _PRECISION = FEATURE_NAMES.index("content_precision_mean")
@@ -111,7 +111,7 @@ class OfflineEvaluator(Evaluator):
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         sources: dict[str, TextView] = {}
         scores = []
-        for item in items:
+        for item in as_read(items):
             try:
                 scores.append(self._score(item, sources))
             except Exception as exc:  # one bad item must not sink the batch
@@ -176,7 +176,7 @@ def _missing_words(text: str, keys: frozenset[str] | set[str]) -> list[str]:
     if not keys:
         return []
     found: list[str] = []
-    for word in WORD_PATTERN.findall(normalise(text)):
+    for word in find_words(normalise(text)):
         lower = word.lower()
         if (stem(lower) in keys or keys.intersection(number_values(lower))) and word not in found:
             found.append(word)

@@ -1,10 +1,13 @@
 """The offline claim extractor: one claim per verifiable declarative sentence of an utterance.
 
-Deterministic and rule-based. A Tier 1 utterance usually opens with a speaker prefix
-(``alice: ...``); the prefix is removed and first-person pronouns are resolved to the speaker
-("alice: I rolled back to v2.3" gives "alice rolled back to v2.3"; "we" becomes "alice's team",
-with the verb agreeing). Sentences that are not claims are skipped: questions, greetings, thanks
-and acknowledgements, imperatives, bare opinions with nothing checkable, and fragments.
+Deterministic and rule-based. It reads the utterance's prose as a reader sees it
+(:func:`aclarai.parsers.prose_text`: no link syntax, no code, no task items). A Tier 1
+utterance usually opens with a speaker prefix (``alice: ...``); the prefix is removed and
+first-person pronouns are resolved to the speaker ("alice: I rolled back to v2.3" gives "alice
+rolled back to v2.3"; "we" becomes "alice's team", with the verb agreeing). Sentences that are not
+claims are skipped: questions, greetings, thanks and acknowledgements, imperatives, bare opinions
+with nothing checkable, and fragments. Sentences in other scripts take the path of
+:mod:`~aclarai.agents.offline.nonlatin`.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import re
 from collections.abc import Sequence
 
 from aclarai.agents.base import Claim, ClaimExtractor, ExtractionInput, claim_id
-from aclarai.agents.offline.features import WORD_PATTERN, is_content, word_set
-from aclarai.parsers import normalize_text, split_sentences
+from aclarai.agents.offline.features import is_content, word_set
+from aclarai.agents.offline.nonlatin import END_MARKS, is_nonlatin, nonlatin_claim
+from aclarai.agents.offline.words import WORD_PATTERN
+from aclarai.parsers import normalize_text, prose_text, split_sentences
 
 _SPEAKER = re.compile(r"^[ \t]*(?P<name>[A-Za-z][\w.'-]*(?: [A-Za-z][\w.'-]*){0,2})[ \t]*:[ \t]+")
 _NOT_SPEAKERS = word_set(
@@ -24,13 +29,8 @@ _NOT_SPEAKERS = word_set(
     subject date time location tldr aside update edit caveat
     """
 )
-_MARKDOWN_LINE = re.compile(
-    r"^[ \t]*(?:>[ \t]*)*(?:#{1,6}[ \t]+|[-*+•][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,3}[.)][ \t]+)?"
-)
-_WIKI_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
-_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_HTML = re.compile(r"<!--.*?-->|<[^>\n]+>", re.S)
-_EMPHASIS = re.compile(r"(\*\*|__|`+|~~)")
+_BULLET = re.compile(r"^[ \t]*•[ \t]+")
+"""A typed bullet, which Markdown does not know but chat exports use."""
 
 _DISCOURSE = re.compile(
     r"^(?:(?:(?:ok|okay|yes|yeah|yep|no|nope|oh|ah|well|so|right|sure|hmm|um|great|cool|nice|"
@@ -133,7 +133,7 @@ class OfflineClaimExtractor(ClaimExtractor):
     """Rule-based extractor: fast, deterministic, no model."""
 
     name = "offline"
-    version = "1"
+    version = "2"
 
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
         return [self._extract(item) for item in inputs]
@@ -141,7 +141,8 @@ class OfflineClaimExtractor(ClaimExtractor):
     def _extract(self, item: ExtractionInput) -> list[Claim]:
         claims: list[Claim] = []
         seen: set[str] = set()
-        for text in extract_claim_texts(item.block.text):
+        # The rules read no neighbour, so only the block is rendered.
+        for text in extract_claim_texts(prose_text(item.block.text)):
             key = normalize_text(text)
             if key not in seen:
                 seen.add(key)
@@ -153,10 +154,10 @@ def extract_claim_texts(utterance: str) -> list[str]:
     """The claim sentences of one utterance, first-person pronouns resolved to the speaker.
 
     Args:
-        utterance: The whole text of a Tier 1 block, speaker prefix included.
+        utterance: The prose of a Tier 1 block as a reader sees it, speaker prefix included.
 
     Returns:
-        Claim texts in order, whitespace-normalised, each ending with a full stop or ``!``.
+        Claim texts in order, whitespace-normalised, each ending in one end mark.
     """
     claims: list[str] = []
     for speaker, text in speaker_segments(utterance):
@@ -176,21 +177,23 @@ def split_speaker(line: str) -> tuple[str | None, str]:
 
 
 def speaker_segments(utterance: str) -> list[tuple[str | None, str]]:
-    """The utterance cut where the speaker changes, Markdown decoration removed."""
+    """An utterance's text cut where the speaker changes."""
     segments: list[tuple[str | None, list[str]]] = []
     speaker: str | None = None
-    for raw in _HTML.sub(" ", utterance).splitlines():
-        named, line = split_speaker(_MARKDOWN_LINE.sub("", raw, count=1))
+    for raw in utterance.splitlines():
+        named, line = split_speaker(_BULLET.sub("", raw, count=1) if "•" in raw else raw)
         if named is not None or not segments:
             speaker = named or speaker
             segments.append((speaker, []))
-        segments[-1][1].append(_clean_inline(line))
+        segments[-1][1].append(line)
     return [(who, "\n".join(lines)) for who, lines in segments if any(s.strip() for s in lines)]
 
 
 def sentence_to_claim(sentence: str, speaker: str | None) -> str | None:
     """The claim a sentence makes, or ``None`` when it is not a verifiable declarative."""
     text = normalize_text(sentence.replace("’", "'"))
+    if text and not text.isascii() and is_nonlatin(text):
+        return nonlatin_claim(text)
     stripped = _DISCOURSE.sub("", text)
     if not stripped or _INTERJECTION_ONLY.match(stripped.rstrip(".!")):
         return None
@@ -200,7 +203,7 @@ def sentence_to_claim(sentence: str, speaker: str | None) -> str | None:
     if not _is_claim(stripped, words):
         return None
     claim = resolve_first_person(stripped, speaker) if speaker else stripped
-    if claim[-1] not in ".!":
+    if claim[-1] not in END_MARKS:
         claim = claim.rstrip(",;:-— ") + "."
     return claim
 
@@ -316,13 +319,3 @@ def _third_person(token: str, lower: str) -> str:
     if lower.endswith("y") and len(lower) > 2 and lower[-2] not in "aeiou":
         return token[:-1] + "ies"
     return token + "s"
-
-
-def _clean_inline(line: str) -> str:
-    # The substitutions cost more than looking for the characters they need first.
-    if "[" in line:
-        line = _WIKI_LINK.sub(lambda m: m.group(2) or m.group(1), line)
-        line = _MD_LINK.sub(r"\1", line)
-    if "*" in line or "_" in line or "`" in line or "~" in line:
-        line = _EMPHASIS.sub("", line)
-    return line

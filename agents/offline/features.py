@@ -7,6 +7,10 @@ order), numbers and capitalised names of the claim missing from the source, nega
 against the best-aligned source sentence, and a character 4-gram containment that stands in for
 an embedding similarity without any downloaded weights.
 
+Words are those of :mod:`~aclarai.agents.offline.words`: Japanese and Chinese, written without
+spaces, are compared in overlapping character pairs, and their hiragana-only pairs (particles,
+endings) are function words.
+
 A multi-sentence claim is compared sentence by sentence, each against its best-aligned source
 sentence, and the sentences are pooled in proportion to their content words: a filler sentence
 ("Yes, I love it!") weighs little, a long unsupported one a lot.
@@ -23,11 +27,13 @@ import json
 import math
 import operator
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from itertools import chain, pairwise
 
+from aclarai.agents.offline.words import find_words, is_kana_only
 from aclarai.parsers import split_sentences
 
 
@@ -103,9 +109,7 @@ NUMBER_WORDS: dict[str, str] = {
     "billion": "1000000000",
 }
 
-WORD_PATTERN = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+|(?<=\d)[:,]\d+)*")
-"""A word: letters and digits, with inner apostrophes, dots and hyphens ("don't", "v2.3"), and
-colons or commas between digits ("14:02", "1,200")."""
+_FULL_WIDTH = re.compile("[\uff01-\uff5e\uff66-\uff9f]")
 _COMPOUND_NUMBER = re.compile(
     rf"\b({_TENS.replace(' ', '|')})[- ](one|two|three|four|five|six|seven|eight|nine)\b", re.I
 )
@@ -204,8 +208,11 @@ class TextView:
 
 
 def normalise(text: str) -> str:
-    """Curly apostrophes made straight, "forty-seven" written "47", "2018–19" "2018–2019"."""
+    """Curly apostrophes made straight, "forty-seven" written "47", "2018–19" "2018–2019",
+    full-width letters and digits ("１４００") written narrow."""
     text = text.replace("’", "'")
+    if _FULL_WIDTH.search(text):
+        text = unicodedata.normalize("NFKC", text)
     if "ty" in text:
         text = _COMPOUND_NUMBER.sub(_compound_number, text)
     if "-" in text or "–" in text or "/" in text:
@@ -218,7 +225,7 @@ def normalise(text: str) -> str:
 @lru_cache(maxsize=16)
 def words_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The words of a text as written, and in lower case."""
-    words = tuple(WORD_PATTERN.findall(text))
+    words = tuple(find_words(text))
     return words, tuple(map(str.lower, words))
 
 
@@ -255,7 +262,7 @@ def _analyse_sentence(sentence: str) -> TextView:
     negations = 0
     negated: set[str] = set()
     for part in _CLAUSE.split(sentence):
-        part_words = WORD_PATTERN.findall(part)
+        part_words = find_words(part)
         if not part_words:
             continue
         words.extend(part_words)
@@ -478,7 +485,9 @@ def number_values(word: str) -> tuple[str, ...]:
 @lru_cache(maxsize=_WORD_CACHE)
 def is_content(word: str) -> bool:
     """Whether a lower-case word carries checkable content (not a function word or filler)."""
-    return word not in _NOT_CONTENT and not word.endswith(("n't", "n’t"))
+    if word in _NOT_CONTENT or word.endswith(("n't", "n’t")):
+        return False
+    return not is_kana_only(word)
 
 
 _Lexeme = tuple[str, str | None, tuple[str, ...]]

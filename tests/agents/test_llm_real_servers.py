@@ -131,7 +131,8 @@ def test_neighbours_are_cut_before_the_block(
     LLMClaimExtractor(client, model="m").extract(item)
 
     selection = llm_server.chat_requests[0]
-    assert f"\n{block.text}\n</untrusted>" in selection.user_text, "the block is whole"
+    # The model reads the block as rendered: its trailing space is no text.
+    assert f"\n{block.text.strip()}\n</untrusted>" in selection.user_text, "the block is whole"
     assert len(selection.user_text) < len(LONG)
     assert all(
         len(r.user_text) // 3 + len(r.system_text) // 3 < 2000 for r in llm_server.chat_requests

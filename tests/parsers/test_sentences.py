@@ -102,3 +102,32 @@ def test_nli_joins_a_short_last_sentence_to_the_previous_one() -> None:
     pieces = split_for_nli("The deploy to staging failed twice. Sad.")
     assert pieces == ["The deploy to staging failed twice. Sad."]
     assert all(len(p) >= NLI_MIN_CHARS for p in split_for_nli("A much longer sentence here. Hm."))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "東京は日本の首都です。人口は約1400万人です！首都はどこですか？",
+            ["東京は日本の首都です。", "人口は約1400万人です！", "首都はどこですか？"],
+        ),
+        (
+            "「はい。」と彼は言った。富士山は高い。",
+            ["「はい。」と彼は言った。", "富士山は高い。"],
+        ),
+        ("北京是中国的首都。上海很大", ["北京是中国的首都。", "上海很大"]),
+        (
+            "（注：古い版です。）新しい版は2.0です。",
+            ["（注：古い版です。）", "新しい版は2.0です。"],
+        ),
+        ("Obsidian is fast. 日本語も使えます。", ["Obsidian is fast.", "日本語も使えます。"]),
+    ],
+)
+def test_japanese_and_chinese_sentence_marks_end_sentences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+@given(st.text(alphabet=st.sampled_from(list("東京はです。！？」「 a.\n")), max_size=60))
+def test_wide_marks_keep_every_character_in_order(text: str) -> None:
+    sentences = split_sentences(text)
+    assert "".join(sentences).replace(" ", "").replace("\n", "") == "".join(text.split())
