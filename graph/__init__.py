@@ -13,7 +13,9 @@ from aclarai.graph.base import (
     StoredBlock,
     StoredClaim,
     SyncResult,
+    block_key,
     claim_quality,
+    key_block_id,
 )
 from aclarai.graph.sqlite import SqliteStore
 
@@ -32,7 +34,9 @@ __all__ = [
     "StoredBlock",
     "StoredClaim",
     "SyncResult",
+    "block_key",
     "claim_quality",
+    "key_block_id",
 ]
 
 

@@ -7,6 +7,11 @@ state of every file seen) and can always be rebuilt from the vault with ``aclara
 Every method is a batch: an implementation over a network (Neo4j) does one round-trip per call,
 the embedded one (SQLite) one transaction per call.
 
+A block is its note plus its id, as in Obsidian: the same ``^summary`` in two notes is two blocks.
+Its key, :func:`block_key`, is every method's block id here (claims, scores, ``mark_deleted``); a
+note renamed or moved takes its blocks along under new keys (``BlockRecord.moved_from``), with
+their claims and scores.
+
 A missing score row means "not evaluated yet"; a row whose score is ``None`` means "evaluation
 failed" (its ``status`` says why). A failure is never stored as 0.
 """
@@ -20,6 +25,20 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from aclarai.parsers import DailyQuality, NoteStats
+
+KEY_SEPARATOR = "@"
+"""Between a block's id and its note in its key: never in an id (``[A-Za-z0-9_-]+``), and the
+character before ``A``, so the keys of one id are the range ``[id@, idA)`` of an ordered index."""
+
+
+def block_key(file: str, block_id: str) -> str:
+    """The store's key of the block ``block_id`` of the note ``file`` (vault-relative path)."""
+    return f"{block_id}{KEY_SEPARATOR}{file}"
+
+
+def key_block_id(key: str) -> str:
+    """The block id (``^anchor``) inside a key of :func:`block_key`, as a link to it names it."""
+    return key.partition(KEY_SEPARATOR)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +58,22 @@ class BlockRecord:
     """A block as parsed from the vault, ready to store."""
 
     id: str
+    """Its key (:func:`block_key`)."""
     file: str
     text: str
     hash: str
     version: int
     position: int
     """0-based index of the block in its file (for neighbour queries)."""
+    moved_from: str | None = None
+    """The key of a live block of another note that this one takes over, claims and scores
+    included: its note was renamed or moved, or the block was cut and pasted here."""
 
 
 @dataclass(frozen=True, slots=True)
 class StoredBlock:
     id: str
+    """Its key (:func:`block_key`)."""
     file: str
     text: str
     hash: str
@@ -57,6 +81,11 @@ class StoredBlock:
     position: int
     updated_at: str
     deleted_at: str | None
+
+    @property
+    def block_id(self) -> str:
+        """The id the note gives it (``^anchor``)."""
+        return key_block_id(self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,9 +241,11 @@ class GraphStore(ABC):
         """Make the store match these files' blocks and record their states.
 
         A block is written only when its hash, version, position or file differs. A block met in
-        another file than before is moved (identity kept); a deleted block that reappears is
-        restored. Blocks the store had in a file that no longer holds them are reported in
-        ``removed`` and left alone: they may have moved to a file synced later.
+        another file than before is moved (identity kept); so is a block new to the store whose
+        ``moved_from`` names a live block, which it replaces under its own key (the edges follow);
+        a deleted block that reappears is restored. Blocks the store had in a file that no longer
+        holds them are reported in ``removed`` and left alone: they may have moved to a file
+        synced later.
         """
 
     @abstractmethod
@@ -250,6 +281,11 @@ class GraphStore(ABC):
     @abstractmethod
     def blocks_of_file(self, path: str) -> list[StoredBlock]:
         """Live blocks of a file, in file order."""
+
+    @abstractmethod
+    def live_blocks_with_ids(self, block_ids: Iterable[str]) -> list[StoredBlock]:
+        """Live blocks of any note whose id (not key) is among ``block_ids``, in key order: where
+        a block new to its note may have come from."""
 
     @abstractmethod
     def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:

@@ -10,7 +10,8 @@ lists the features relied on.
 Graph shape::
 
     (:File {path, mtime_ns, size, sha256})
-    (:Block {id, file, text, hash, version, position, updated_at, deleted_at})
+    (:Block {id, anchor, file, text, hash, version, position, updated_at, deleted_at})
+        id: the key ``anchor@file`` (graph.base.block_key); anchor: the id the note gives it
     (:Claim {id, text})-[:ORIGINATES_FROM {ordinal, entailed_score, coverage_score,
         decontextualization_score, quality, verdict, justification, status, model,
         evaluated_hash, evaluated_at}]->(:Block)
@@ -26,6 +27,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE CONSTRAINT aclarai_file_path IF NOT EXISTS FOR (f:File) REQUIRE f.path IS UNIQUE",
     "CREATE INDEX aclarai_block_hash IF NOT EXISTS FOR (b:Block) ON (b.hash)",
     "CREATE INDEX aclarai_block_file IF NOT EXISTS FOR (b:Block) ON (b.file)",
+    "CREATE INDEX aclarai_block_anchor IF NOT EXISTS FOR (b:Block) ON (b.anchor)",
     "CREATE INDEX aclarai_element_claim IF NOT EXISTS FOR (e:Element) ON (e.claim_id)",
 )
 
@@ -51,6 +53,14 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             _stamps_to_utc_z("(b:Block)", "b.updated_at"),
             _stamps_to_utc_z("(b:Block)", "b.deleted_at"),
             _stamps_to_utc_z("(:Claim)-[e:ORIGINATES_FROM]->(:Block)", "e.evaluated_at"),
+        ),
+    ),
+    (
+        # A block is its note plus its id: ids were unique vault-wide, so each key is new.
+        "m002_note_scoped_block_keys",
+        (
+            "MATCH (b:Block) WHERE b.anchor IS NULL "
+            "SET b.anchor = b.id, b.id = b.id + '@' + coalesce(b.file, '')",
         ),
     ),
 )
@@ -103,12 +113,24 @@ WITH removed, r,
     OR b.version <> r.version OR b.position <> r.position) AS differs
 FOREACH (_ IN CASE WHEN differs THEN [1] ELSE [] END |
   MERGE (n:Block {id: r.id})
-  SET n.file = r.file, n.text = r.text, n.hash = r.hash, n.version = r.version,
+  SET n.anchor = r.anchor, n.file = r.file, n.text = r.text, n.hash = r.hash, n.version = r.version,
       n.position = r.position, n.updated_at = $now, n.deleted_at = null)
 WITH removed, collect(CASE WHEN dirty THEN r.id END) AS changed
 """
     + _SYNC_STATES
 )
+
+# Blocks taken over by a block of another note (its note renamed or moved) get its key and
+# file, keeping their edges; SYNC_FILES then finds them there. A new key the store already
+# holds moves nothing.
+MOVE_BLOCKS = """
+UNWIND $moves AS m
+MATCH (b:Block {id: m.source}) WHERE b.deleted_at IS NULL
+OPTIONAL MATCH (x:Block {id: m.key})
+WITH b, m, x WHERE x IS NULL
+SET b.id = m.key, b.file = m.file
+RETURN count(b) AS moved
+"""
 
 # The version change is written as SYNC_FILES writes one (with ``updated_at``); blocks of other
 # files, deleted or unknown ones are left alone.
@@ -138,6 +160,11 @@ RETURN count(b) AS marked
 """
 
 GET_BLOCKS = f"MATCH (b:Block) WHERE b.id IN $ids RETURN {BLOCK_FIELDS}"
+
+LIVE_BLOCKS_WITH_IDS = (
+    f"MATCH (b:Block) WHERE b.anchor IN $ids AND b.deleted_at IS NULL "
+    f"RETURN {BLOCK_FIELDS} ORDER BY b.id"
+)
 
 BLOCKS_OF_FILE = (
     f"MATCH (b:Block {{file: $path}}) WHERE b.deleted_at IS NULL "

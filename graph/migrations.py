@@ -134,6 +134,20 @@ def m007_drop_blocks_hash(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS blocks_hash")
 
 
+def m008_note_scoped_block_keys(conn: sqlite3.Connection) -> None:
+    # A block is its note plus its id (Obsidian's ids are note-scoped): ``blocks.id`` and
+    # ``edges.block_id`` become ``id@file`` (graph.base.block_key), each block keeping its
+    # claims and scores. Ids were unique vault-wide before, so every edge finds its block.
+    # The deferral lets the edges point at the new keys before the blocks carry them.
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    conn.execute(
+        "UPDATE edges SET block_id = block_id || '@' || "
+        "(SELECT b.file FROM blocks b WHERE b.id = edges.block_id) "
+        "WHERE EXISTS (SELECT 1 FROM blocks b WHERE b.id = edges.block_id)"
+    )
+    conn.execute("UPDATE blocks SET id = id || '@' || file")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
@@ -142,6 +156,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_utc_stamps,
     m006_edges_by_score_state,
     m007_drop_blocks_hash,
+    m008_note_scoped_block_keys,
 )
 
 

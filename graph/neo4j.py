@@ -44,6 +44,7 @@ from aclarai.graph.base import (
     check_claims,
     check_file_syncs,
     check_limit,
+    key_block_id,
 )
 from aclarai.parsers import (
     ClaimRef,
@@ -308,18 +309,7 @@ class Neo4jStore(GraphStore):
         check_file_syncs(files)
         if not files:
             return []
-        blocks = [
-            {
-                "id": b.id,
-                "file": b.file,
-                "text": b.text,
-                "hash": b.hash,
-                "version": b.version,
-                "position": b.position,
-            }
-            for sync in files
-            for b in sync.blocks
-        ]
+        blocks = _block_rows(files)
         params = {
             "files": [
                 {
@@ -335,9 +325,14 @@ class Neo4jStore(GraphStore):
             "now": utc_now(),
         }
         statement = cypher.SYNC_FILES if blocks else cypher.SYNC_FILES_WITHOUT_BLOCKS
-        [row] = self._query("sync_files", statement, params, write=True)
-        changed = set(row["changed"])
         listed = {b["id"] for b in blocks}
+        moves = _move_rows(files, listed)
+        if moves:
+            steps = [_Step(cypher.MOVE_BLOCKS, {"moves": moves}), _Step(statement, params)]
+            [_, [row]] = self._transaction("sync_files", steps)
+        else:
+            [row] = self._query("sync_files", statement, params, write=True)
+        changed = set(row["changed"])
         removed: dict[str, list[tuple[int, str]]] = {}
         for file, position, block_id in row["removed"]:
             if block_id not in listed:
@@ -401,6 +396,13 @@ class Neo4jStore(GraphStore):
             return {}
         rows = self._query("get_blocks", cypher.GET_BLOCKS, {"ids": ids})
         return {row["id"]: StoredBlock(**row) for row in rows}
+
+    def live_blocks_with_ids(self, block_ids: Iterable[str]) -> list[StoredBlock]:
+        ids = list(dict.fromkeys(block_ids))
+        if not ids:
+            return []
+        rows = self._query("live_blocks_with_ids", cypher.LIVE_BLOCKS_WITH_IDS, {"ids": ids})
+        return [StoredBlock(**row) for row in rows]
 
     def blocks_of_file(self, path: str) -> list[StoredBlock]:
         rows = self._query("blocks_of_file", cypher.BLOCKS_OF_FILE, {"path": path})
@@ -551,6 +553,36 @@ class _Step:
     statement: str
     params: Mapping[str, Any]
     check: Callable[[list[dict[str, Any]]], None] | None = None
+
+
+def _block_rows(files: Sequence[FileSync]) -> list[dict[str, Any]]:
+    """The blocks of ``files`` as ``SYNC_FILES`` takes them."""
+    return [
+        {
+            "id": b.id,
+            "anchor": key_block_id(b.id),
+            "file": b.file,
+            "text": b.text,
+            "hash": b.hash,
+            "version": b.version,
+            "position": b.position,
+        }
+        for sync in files
+        for b in sync.blocks
+    ]
+
+
+def _move_rows(files: Sequence[FileSync], listed: set[str]) -> list[dict[str, str]]:
+    """The blocks ``files`` take over, as ``MOVE_BLOCKS`` takes them: one per source that no
+    file of the call still lists."""
+    moves: dict[str, dict[str, str]] = {}
+    for sync in files:
+        for b in sync.blocks:
+            if b.moved_from is not None and b.moved_from not in listed:
+                moves.setdefault(
+                    b.moved_from, {"source": b.moved_from, "key": b.id, "file": b.file}
+                )
+    return list(moves.values())
 
 
 def _replace_claims_step(claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> _Step:

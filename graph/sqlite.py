@@ -2,9 +2,10 @@
 
 Storage invariant. The vault is the source of truth for text; this file is a cache of what the last
 sync saw, and ``aclarai resync`` can always rebuild it from the vault. ``files`` holds the state of
-each note seen (so an unchanged note is skipped without being read); ``blocks`` holds every block id
-ever seen, with the text, hash, ``ver`` and position last synced and a ``deleted_at`` stamp instead
-of a hard delete, so a block that reappears keeps its claims and scores; ``claims`` holds claim
+each note seen (so an unchanged note is skipped without being read); ``blocks`` holds every block
+ever seen, by its key ``id@note`` (see :func:`~aclarai.graph.base.block_key`), with the text, hash,
+``ver`` and position last synced and a ``deleted_at`` stamp instead of a hard delete, so a block
+that reappears keeps its claims and scores; ``claims`` holds claim
 texts; ``edges`` is the ``(:Claim)-[:ORIGINATES_FROM]->(:Block)`` relation and carries the scores.
 
 On an edge, ``evaluated_hash IS NULL`` means "not evaluated yet" (the missing score row of the
@@ -295,20 +296,24 @@ class SqliteStore(GraphStore):
         if not files:
             return []
         listed = {block.id for sync in files for block in sync.blocks}
+        sources = {b.moved_from for s in files for b in s.blocks if b.moved_from is not None}
         paths = {sync.state.path for sync in files}
         now = utc_now()
         with self._write("sync_files") as conn:
             rows = conn.execute(
                 f"SELECT id, file, hash, version, position, deleted_at FROM blocks "
                 f"WHERE id {_IN_JSON} OR file {_IN_JSON}",
-                (_json_list(listed), _json_list(paths)),
+                (_json_list(listed | sources), _json_list(paths)),
             ).fetchall()
             known = {row[0]: row[1:] for row in rows}
+            moves = _moves(files, known, listed)
             # Live blocks each path held before this call, in file order, for ``removed``.
             held: dict[str, list[tuple[int, str]]] = {}
             for block_id, (file, _, _, position, deleted_at) in known.items():
-                if file in paths and deleted_at is None:
+                if file in paths and deleted_at is None and block_id not in moves:
                     held.setdefault(file, []).append((position, block_id))
+            for source, key in moves.items():
+                known[key] = known.pop(source)
             writes: list[tuple[str, str, str, str, int, int, str]] = []
             results: list[SyncResult] = []
             for sync in files:
@@ -329,6 +334,12 @@ class SqliteStore(GraphStore):
                     SyncResult(sync.state.path, tuple(changed), tuple(unchanged), tuple(gone))
                 )
             conn.executemany(_UPSERT_BLOCK, writes)
+            # The moved blocks' rows exist under their new keys now: their edges follow them.
+            conn.executemany(
+                "UPDATE edges SET block_id = ? WHERE block_id = ?",
+                [(key, source) for source, key in moves.items()],
+            )
+            conn.executemany("DELETE FROM blocks WHERE id = ?", [(s,) for s in moves])
             conn.executemany(
                 _UPSERT_FILE,
                 [(s.state.path, s.state.mtime_ns, s.state.size, s.state.sha256) for s in files],
@@ -388,6 +399,19 @@ class SqliteStore(GraphStore):
                 f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE file = ? AND deleted_at IS NULL "
                 "ORDER BY position",
                 (path,),
+            ).fetchall()
+        return [_stored_block(row) for row in rows]
+
+    def live_blocks_with_ids(self, block_ids: Iterable[str]) -> list[StoredBlock]:
+        # A key starts with its id and the separator, the character before ``A``: the keys of
+        # one id are a range of the primary key, so no index of its own is needed.
+        with self._read("live_blocks_with_ids") as conn:
+            rows = conn.execute(
+                "SELECT b.id, b.file, b.text, b.hash, b.version, b.position, b.updated_at, "
+                "b.deleted_at FROM json_each(?) j JOIN blocks b "
+                "ON b.id >= j.value || '@' AND b.id < j.value || 'A' "
+                "WHERE b.deleted_at IS NULL ORDER BY b.id",
+                (_json_list(set(block_ids)),),
             ).fetchall()
         return [_stored_block(row) for row in rows]
 
@@ -538,6 +562,27 @@ class SqliteStore(GraphStore):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _moves(
+    files: Sequence[FileSync], known: dict[str, tuple[Any, ...]], listed: set[str]
+) -> dict[str, str]:
+    """The blocks ``files`` take over (``moved_from``): source key -> new key. A source that
+    is gone, deleted, listed or already taken, or a new key the store holds, moves nothing."""
+    moves: dict[str, str] = {}
+    for sync in files:
+        for b in sync.blocks:
+            source = known.get(b.moved_from) if b.moved_from is not None else None
+            if (
+                b.moved_from is not None
+                and source is not None
+                and source[4] is None
+                and b.moved_from not in moves
+                and b.moved_from not in listed
+                and b.id not in known
+            ):
+                moves[b.moved_from] = b.id
+    return moves
 
 
 def _replace_claims(

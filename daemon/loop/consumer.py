@@ -37,13 +37,14 @@ from concurrent.futures import ThreadPoolExecutor
 from aclarai.agents import ClaimExtractor, Evaluator, VectorIndex
 from aclarai.daemon.config import ProcessingSettings, WindowSize
 from aclarai.daemon.loop.grading import NoteGrader
+from aclarai.daemon.loop.liveness import Progress
 from aclarai.daemon.loop.take import DrainStats, NoteWork
 from aclarai.daemon.vault.control import MODEL_DOWN_META
 from aclarai.daemon.vault.notes import NoteContent, NoteFile
 from aclarai.daemon.vault.notesync import NoteSync, NoteWrite
 from aclarai.daemon.vault.queue import DurableQueue, QueueEntry
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import GraphStore, StoredClaim
+from aclarai.graph import GraphStore, StoredClaim, block_key
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
@@ -117,6 +118,7 @@ class DirtyBlockConsumer:
         on_write: Callable[[str, os.stat_result], None] | None = None,
         paused: Callable[[], bool] | None = None,
         index: VectorIndex | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.notes = notes
         self.store: GraphStore = notes.store
@@ -135,6 +137,8 @@ class DirtyBlockConsumer:
         """Stage one of every take (:mod:`aclarai.daemon.loop.grading`)."""
         self.on_write = on_write
         self.paused = paused or (lambda: False)
+        self.progress = progress or Progress()
+        """Beaten on each note's stage, so a watchdog can tell a hung drain from a long one."""
         self._draining = threading.Lock()
         """Held by a drain: takes are processed in stages across notes, one drain at a time."""
         self._model_outages = 0
@@ -166,10 +170,20 @@ class DirtyBlockConsumer:
                 for entry in entries:
                     by_file[entry.file].append(entry)
                 notes = [NoteWork(rel, group) for rel, group in by_file.items()]
-                self._drain_take(pool, notes, stop, outage)
+                self.progress.begin(len(notes))
+                try:
+                    self._drain_take(pool, notes, stop, outage)
+                finally:
+                    self.progress.end()
                 for note in notes:
                     total.add(note.stats)
         return total
+
+    @property
+    def model_down(self) -> bool:
+        """Whether the last model call this consumer made found the endpoint unreachable."""
+        with self._outage_lock:
+            return self._model_outages > 0
 
     def _drain_take(
         self,
@@ -222,6 +236,7 @@ class DirtyBlockConsumer:
             return
         try:
             action(note)
+            self.progress.beat()
             return
         except WriteConflict as exc:
             stats.conflicts += 1
@@ -237,6 +252,7 @@ class DirtyBlockConsumer:
             stats.failures += 1
             message = f"{rel}: {exc}"
             stats.errors.append(message)
+            self.progress.failed(message)
             dead = self.queue.fail(entries, message)
             stats.dead_letters += len(dead)
             if isinstance(exc, AclaraiError | OSError):
@@ -261,6 +277,7 @@ class DirtyBlockConsumer:
         store_down = isinstance(exc, StoreUnavailable)
         outage.store_down |= store_down
         outage.set()
+        self.progress.failed(f"{rel}: {exc}")
         if store_down:
             stats.store_errors.append(str(exc))
             self.queue.release(entries, delay_s=max(STORE_RETRY_S, exc.retry_after or 0.0))
@@ -340,16 +357,23 @@ class DirtyBlockConsumer:
             # A block's text moved on since it was graded (its stale scores were not written):
             # the comments follow what the store holds.
             claims_by_block = self.store.claims_of_blocks(g.scored)
-        updates = {bid: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in g.scored}
+        # The store keys blocks by note and id; inside the note, its ids name them.
+        updates = {
+            blocks[bid].id: block_scores(claims_by_block[bid], blocks[bid].hash) for bid in g.scored
+        }
         for bid in g.rescored:
-            log.info("%s: block %s scored: %s", rel, bid, _format_scores(updates[bid]))
+            shown = blocks[bid].id
+            log.info("%s: block %s scored: %s", rel, shown, _format_scores(updates[shown]))
         for bid in sorted(g.edited & set(g.failed), key=g.targets.index):
             log.info(
-                "%s: block %s: no score for its new text; old score comments removed", rel, bid
+                "%s: block %s: no score for its new text; old score comments removed",
+                rel,
+                blocks[bid].id,
             )
         synced = g.synced
         content = synced.content
-        rewrite = apply_scores(content.text, updates, edited=g.edited, layout=synced.layout)
+        edited = {blocks[bid].id for bid in g.edited}
+        rewrite = apply_scores(content.text, updates, edited=edited, layout=synced.layout)
         for bid in rewrite.skipped:
             log.warning(
                 "%s: block %s: score comments would change how the note parses; scores kept in "
@@ -375,7 +399,7 @@ class DirtyBlockConsumer:
                 synced,
                 NoteContent(written, data, rewrite.text, sha256_bytes(data)),
                 rewrite.layout,
-                rewrite.versions,
+                {block_key(rel, bid): ver for bid, ver in rewrite.versions.items()},
             )
             g.blocks_written = len(rewrite.changed)
         self.grader.written_back(g.edited)

@@ -3,9 +3,9 @@
 A block can leave a note because the note was deleted, moved, or the block was cut and pasted
 elsewhere. Editors and sync tools do these things in several steps (delete then create, cut then
 paste), so a block that disappears is only a *candidate*: if within the grace period another note
-is synced holding the same id, the store has moved the block there (identity, claims and scores
-kept) and nothing is deleted. Only candidates that still belong to the note that lost them, and
-that the note still does not hold, are marked deleted.
+is synced holding the same id, the block has moved there (under that note's key, with its claims
+and scores) and nothing is deleted. Only candidates that still belong to the note that lost them,
+and that the note still does not hold, are marked deleted.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class PendingDeletes:
     notes: NoteSync
     grace_s: float
     _since: dict[str, tuple[str, float]] = field(default_factory=dict)
-    """Block id -> (the note that lost it, when)."""
+    """Block key -> (the note that lost it, when)."""
 
     def __len__(self) -> int:
         return len(self._since)

@@ -27,8 +27,15 @@ from aclarai.agents import (
 from aclarai.daemon.config import WindowSize
 from aclarai.daemon.loop.take import DrainStats, GradedNote, NoteWork
 from aclarai.daemon.vault.notesync import NoteSync
-from aclarai.daemon.vault.queue import Dirty, DurableQueue, QueueEntry
-from aclarai.graph import ClaimRecord, GradeWrite, GraphStore, ScoreRecord, StoredClaim
+from aclarai.daemon.vault.queue import DurableQueue, QueueEntry
+from aclarai.graph import (
+    ClaimRecord,
+    GradeWrite,
+    GraphStore,
+    ScoreRecord,
+    StoredClaim,
+    block_key,
+)
 from aclarai.parsers import (
     SCORE_NAMES,
     Block,
@@ -95,7 +102,7 @@ class NoteGrader:
         self.index = index
         self._answered = answered
         self._unwritten: dict[str, str] = {}
-        """Block id → hash of an edit whose write-back did not reach the note (a conflict)."""
+        """Block key → hash of an edit whose write-back did not reach the note (a conflict)."""
 
     def grade(self, note: NoteWork) -> None:
         """Take the note as synced, extract the claims of its changed blocks and evaluate the
@@ -108,7 +115,7 @@ class NoteGrader:
             return
         parsed = synced.parsed
         kept = {r.id for r in synced.records}
-        blocks = {b.id: b for b in parsed.blocks if b.id in kept}
+        blocks = {k: b for b in parsed.blocks if (k := block_key(rel, b.id)) in kept}
         present = [e for e in entries if e.block_id in blocks]
         missing = [e for e in entries if e.block_id not in blocks]
         if missing:
@@ -127,16 +134,16 @@ class NoteGrader:
         changed = set(synced.changed) | {e.block_id for e in present if e.reason == "changed"}
         claims_by_block = self.store.claims_of_blocks(targets)
         changed |= {b for b in targets if _extracted_from_other_text(claims_by_block[b], blocks[b])}
-        edited = {b for b in targets if self._text_changed(claims_by_block[b], blocks[b])}
+        edited = {b for b in targets if self._text_changed(b, claims_by_block[b], blocks[b])}
         # Remembered until the note is written: re-extraction may replace every claim that
         # still carries the old text's hash, and an outage or a conflict may come first.
         for bid in edited:
             self._unwritten[bid] = blocks[bid].hash
         to_extract = [blocks[bid] for bid in targets if bid in changed]
-        found, failed = self._extract(parsed.blocks, to_extract, stats)
+        found, failed = self._extract(rel, parsed.blocks, to_extract, stats)
         # A block's decontextualization reads the blocks around it: when one changes, the
         # scores of the blocks whose window holds it are re-made too, once per pass.
-        neighbours = self._window_neighbours(parsed.blocks, changed, kept) - set(targets)
+        neighbours = self._window_neighbours(rel, parsed.blocks, changed, kept) - set(targets)
         scored = [*targets, *sorted(neighbours, key=lambda bid: blocks[bid].line)]
         if neighbours:
             log.info("%s: %d neighbouring block(s) re-scored", rel, len(neighbours))
@@ -145,7 +152,7 @@ class NoteGrader:
             claims_by_block[bid] = _replaced(claims_by_block[bid], claims)
 
         pending = [
-            (blocks[bid], claim)
+            (bid, blocks[bid], claim)
             for bid in scored
             if bid not in failed
             for claim in claims_by_block[bid]
@@ -155,11 +162,11 @@ class NoteGrader:
         if pending:
             # One window per block, not per claim.
             window = {
-                bid: self._window_texts(parsed.blocks, blocks[bid])
-                for bid in dict.fromkeys(b.id for b, _ in pending)
+                bid: self._window_texts(rel, parsed.blocks, blocks[bid])
+                for bid in dict.fromkeys(bid for bid, _, _ in pending)
             }
             scores = self.evaluator.evaluate_batch(
-                [EvalItem(c.text, b.text, window[b.id], c.id) for b, c in pending]
+                [EvalItem(c.text, b.text, window[bid], c.id) for bid, b, c in pending]
             )
             unavailable = [s for s in scores if s.unavailable]
             if len(unavailable) == len(scores):
@@ -169,14 +176,14 @@ class NoteGrader:
             now = utc_now()
             # A neighbour's text did not change: a failed re-score keeps the scores it has.
             kept_scores = [
-                (b, c, s)
-                for (b, c), s in zip(pending, scores, strict=True)
-                if b.id not in neighbours or s.status == "ok"
+                (bid, b, c, s)
+                for (bid, b, c), s in zip(pending, scores, strict=True)
+                if bid not in neighbours or s.status == "ok"
             ]
             records = [
                 ScoreRecord(
                     claim_id=c.id,
-                    block_id=b.id,
+                    block_id=bid,
                     evaluated_hash=b.hash,
                     entailed_score=s.entailed_score,
                     coverage_score=s.coverage_score,
@@ -188,14 +195,14 @@ class NoteGrader:
                     omitted=s.omitted,
                     evaluated_at=now,
                 )
-                for b, c, s in kept_scores
+                for bid, b, c, s in kept_scores
             ]
             stats.claims_evaluated += len(pending)
             stats.null_scores += sum(
-                1 for _, _, s in kept_scores if any(getattr(s, n) is None for n in SCORE_NAMES)
+                1 for *_, s in kept_scores if any(getattr(s, n) is None for n in SCORE_NAMES)
             )
-            for (b, c), s in zip(pending, scores, strict=True):
-                log.debug("block %s claim %s scored: %s", b.id, c.id, s.status)
+            for (bid, _, c), s in zip(pending, scores, strict=True):
+                log.debug("block %s claim %s scored: %s", bid, c.id, s.status)
             fresh = {(r.claim_id, r.block_id): r for r in records}
             claims_by_block = {
                 bid: [
@@ -206,7 +213,7 @@ class NoteGrader:
             }
         if to_extract or pending:
             self._answered()
-        rescored = {b.id for b, _ in pending}
+        rescored = {bid for bid, _, _ in pending}
         note.graded = GradedNote(
             synced=synced,
             blocks=blocks,
@@ -227,18 +234,18 @@ class NoteGrader:
         for bid in blocks:
             self._unwritten.pop(bid, None)
 
-    def _text_changed(self, claims: Sequence[StoredClaim], block: Block) -> bool:
+    def _text_changed(self, key: str, claims: Sequence[StoredClaim], block: Block) -> bool:
         """Whether the block's score comments were made for another text: its claims were
         scored against another hash, or an edit's write-back has not reached the note yet."""
-        if self._unwritten.get(block.id) == block.hash:
+        if self._unwritten.get(key) == block.hash:
             return True
         return _extracted_from_other_text(claims, block)
 
     def _extract(
-        self, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
+        self, rel: str, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
     ) -> tuple[dict[str, list[ClaimRecord]], dict[str, EvaluationError]]:
-        """Extract the claims of ``to_extract``: those of the blocks that went through, and
-        the blocks that failed.
+        """Extract the claims of ``to_extract`` (blocks of the note ``rel``): those of the
+        blocks that went through, and the blocks that failed, by key.
 
         Raises:
             TransientError: the model endpoint could not be reached (the file waits).
@@ -246,7 +253,7 @@ class NoteGrader:
         if not to_extract:
             return {}, {}
         outcomes = self.extractor.extract_each(
-            [self._extraction_input(blocks, b) for b in to_extract]
+            [self._extraction_input(rel, blocks, b) for b in to_extract]
         )
         for outcome in outcomes:
             if isinstance(outcome, TransientError):
@@ -254,20 +261,22 @@ class NoteGrader:
         found: dict[str, list[ClaimRecord]] = {}
         failed: dict[str, EvaluationError] = {}
         for block, outcome in zip(to_extract, outcomes, strict=True):
+            key = block_key(rel, block.id)
             if isinstance(outcome, EvaluationError):
-                failed[block.id] = outcome
+                failed[key] = outcome
             else:
-                found[block.id] = [ClaimRecord(c.id, block.id, c.text) for c in outcome]
+                found[key] = [ClaimRecord(c.id, key, c.text) for c in outcome]
         stats.claims_extracted += sum(len(claims) for claims in found.values())
         stats.blocks_extracted += len(found)
         stats.extraction_failures += len(failed)
         return found, failed
 
     def _requeue_moved(self, entries: list[QueueEntry]) -> None:
-        """Entries whose block is not in their file any more follow the store (a move), or
-        leave the queue when the block is deleted. A block the store still places in this file
-        may be on its way to another note (a cut and paste, a delete then create): its entry
-        waits until the store moves it or marks it deleted, so the edit it carries is not lost.
+        """Entries whose block is not in their file any more leave the queue: the block moved
+        (its note renamed or moved: the queue moved its entry along, see
+        :meth:`DurableQueue.follow`) or was deleted. A block the store still holds may be on
+        its way to another note (a cut and paste, a delete then create): its entry waits until
+        the store moves it or marks it deleted, so the edit it carries is not lost.
         """
         stored = self.store.get_blocks([e.block_id for e in entries])
         done = []
@@ -275,31 +284,33 @@ class NoteGrader:
         for entry in entries:
             block = stored.get(entry.block_id)
             if block is not None and block.deleted_at is None:
-                if block.file == entry.file:
-                    waiting.append(entry)
-                    continue
-                self.queue.enqueue([Dirty(entry.block_id, block.file, entry.hash, entry.reason)])
+                waiting.append(entry)
+                continue
             done.append(entry)
         self.queue.complete(done)
         self.queue.release(waiting, delay_s=MOVE_WAIT_S)
 
-    def _extraction_input(self, blocks: Sequence[Block], block: Block) -> ExtractionInput:
+    def _extraction_input(self, rel: str, blocks: Sequence[Block], block: Block) -> ExtractionInput:
         # Blocks come in note order, so their id lines increase: a linear search here made a
         # note's extraction quadratic in its number of blocks.
         index = bisect_left(blocks, block.line, key=attrgetter("line"))
         p, f = self.window.p, self.window.f
+
+        def utterance(b: Block) -> Utterance:
+            return Utterance(block_key(rel, b.id), b.text)
+
         return ExtractionInput(
-            block=Utterance(block.id, block.text),
-            before=tuple(Utterance(b.id, b.text) for b in blocks[max(0, index - p) : index]),
-            after=tuple(Utterance(b.id, b.text) for b in blocks[index + 1 : index + 1 + f]),
+            block=utterance(block),
+            before=tuple(utterance(b) for b in blocks[max(0, index - p) : index]),
+            after=tuple(utterance(b) for b in blocks[index + 1 : index + 1 + f]),
         )
 
     def _window_neighbours(
-        self, blocks: Sequence[Block], changed: set[str], kept: set[str]
+        self, rel: str, blocks: Sequence[Block], changed: set[str], kept: set[str]
     ) -> set[str]:
-        """The blocks (of ``kept``) whose window holds a block of ``changed``."""
+        """The blocks (of ``kept``, by key) whose window holds a block of ``changed``."""
         p, f = self.window.p, self.window.f
-        ids = [b.id for b in blocks if b.id in kept]
+        ids = [k for b in blocks if (k := block_key(rel, b.id)) in kept]
         found: set[str] = set()
         for index, bid in enumerate(ids):
             if bid in changed:
@@ -308,6 +319,6 @@ class NoteGrader:
                 found.update(ids[index + 1 : index + 1 + p])
         return found - changed
 
-    def _window_texts(self, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
-        item = self._extraction_input(blocks, block)
+    def _window_texts(self, rel: str, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
+        item = self._extraction_input(rel, blocks, block)
         return tuple(u.text for u in (*item.before, *item.after))

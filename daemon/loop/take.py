@@ -60,7 +60,7 @@ class GradedNote:
 
     synced: SyncedNote
     blocks: dict[str, Block]
-    """The note's blocks by id, copies of other notes' blocks left out."""
+    """The note's blocks by key (:func:`aclarai.graph.block_key`)."""
     present: list[QueueEntry]
     """The take's entries whose blocks the note holds."""
     targets: list[str]

@@ -1,11 +1,12 @@
 """The one note-sync path: from notes on disk to the store, with what changed enqueued first.
 
 For each note: read it once (skipped when its size and mtime match what the store last saw),
-parse it once (skipped when its bytes hash as before), drop the copies of blocks another note
-holds, number the rest, enqueue the blocks whose text is new, restored or different, and sync
-the note to the store in one call. The queue learns of a change *before* the store learns the
-new hash, so a crash between the two never loses it. The result is a :class:`SyncedNote`, a value
-saying what the note holds and what changed.
+parse it once (skipped when its bytes hash as before), find the blocks it took over from another
+note (renamed, moved, cut and pasted), enqueue the blocks whose text is new, restored or
+different, and sync the note to the store in one call. A block is its note plus its id, as in
+Obsidian: the same ``^summary`` in two notes (made from one template) is two blocks. The queue
+learns of a change *before* the store learns the new hash, so a crash between the two never loses
+it. The result is a :class:`SyncedNote`, a value saying what the note holds and what changed.
 
 ``resync``, the daemon's watch path and reconcile, the consumer and the pending deletions all
 go through :class:`NoteSync`; nothing else calls the store's ``sync_files``. The last synced
@@ -23,10 +24,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from aclarai.daemon.vault.moves import BlockMoves
 from aclarai.daemon.vault.notes import NoteContent, NoteFile, Vault
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
-from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock
-from aclarai.parsers import NoteLayout, ParsedNote, ParseError, scan_note
+from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock, block_key
+from aclarai.parsers import NoteLayout, ParsedNote, ParseError, ProblemKind, scan_note
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +51,16 @@ class SyncReport:
     dirty_blocks: int = 0
     rescore_blocks: int = 0
     deleted_blocks: int = 0
-    duplicates: list[tuple[str, str, str]] = field(default_factory=list)
-    """(block id, path kept, path skipped)."""
+    duplicates: list[tuple[str, int]] = field(default_factory=list)
+    """(note, line) of each block skipped because its note used its id earlier."""
     errors: list[str] = field(default_factory=list)
     dirty_files: dict[str, int] = field(default_factory=dict)
     """Dirty blocks per note."""
     vanished: dict[str, str] = field(default_factory=dict)
     """Blocks no note holds any more, with the note that lost them (a whole-vault sync marks
     them deleted at once; the daemon waits for the grace period)."""
+    emptied: list[str] = field(default_factory=list)
+    """Adopted notes holding an emptied block (its paragraph deleted), whose lines are to go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,7 @@ class SyncedNote:
     content: NoteContent
     layout: NoteLayout
     records: tuple[BlockRecord, ...]
-    """The note's blocks minus copies of blocks another note holds, numbered in note order."""
+    """The note's blocks, numbered in note order."""
     changed: tuple[str, ...] = ()
     """Blocks whose text this sync found new, restored or different (and enqueued)."""
     removed: tuple[str, ...] = ()
@@ -86,7 +90,7 @@ class SyncedNote:
 
 def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
     return [
-        BlockRecord(id=b.id, file=rel, text=b.text, hash=b.hash, version=b.version, position=i)
+        BlockRecord(block_key(rel, b.id), rel, b.text, b.hash, b.version, i)
         for i, b in enumerate(parsed.blocks)
     ]
 
@@ -159,9 +163,10 @@ class NoteSync:
         """Held by every sync, so a note is never synced by two threads at once."""
         self._recent: OrderedDict[str, SyncedNote] = OrderedDict()
         self._lost: dict[str, str] = {}
-        """Blocks that syncs made for the consumer found gone from their note (id -> note),
+        """Blocks that syncs made for the consumer found gone from their note (key -> note),
         handed to the next report's ``vanished``: the store still places them there, and the
         note's bytes now match the store, so no later sync would report them."""
+        self.moves = BlockMoves(store, vault, self.held_ids)
 
     def sync_vault(
         self,
@@ -210,6 +215,7 @@ class NoteSync:
                 report.vanished = self.vanished(removed)
                 if report.vanished:
                     report.deleted_blocks += self.store.mark_deleted(report.vanished)
+                    self.moves.left.difference_update(report.vanished)
             if self.queue is not None:
                 report.rescore_blocks = self._enqueue_null_scores()
             return report
@@ -261,15 +267,13 @@ class NoteSync:
             layout = scan_note(content.text)
             if state is None or state.sha256 != content.sha256:
                 [synced] = self._flush(
-                    [_Read(note, content, layout)], {}, SyncReport(), False, in_flight
+                    [_Read(note, content, layout)], SyncReport(), False, in_flight
                 )
                 self._lost.update(dict.fromkeys(synced.removed, rel))
                 return synced
             # The store already holds these bytes: nothing to sync.
-            records = block_records(rel, layout.note)
-            stored = self.store.get_blocks([r.id for r in records])
-            kept = self._originals(rel, records, stored, {})[0]
-            return self._remember(SyncedNote(content, layout, tuple(kept), seen=_stat(note)))
+            records = tuple(block_records(rel, layout.note))
+            return self._remember(SyncedNote(content, layout, records, seen=_stat(note)))
 
     def written(self, writes: Sequence[NoteWrite]) -> list[SyncedNote]:
         """Record our rewrites of notes' score comments (same blocks, new ``ver``s), in order:
@@ -289,7 +293,7 @@ class NoteSync:
                 state = states.get(w.before.rel)
                 if state is None or state.sha256 != w.before.content.sha256:
                     read = _Read(w.content.note, w.content, w.layout)
-                    [synced] = self._flush([read], {}, SyncReport(), False)
+                    [synced] = self._flush([read], SyncReport(), False)
                     self._lost.update(dict.fromkeys(synced.removed, synced.rel))
                     result.append(synced)
                 else:
@@ -308,15 +312,16 @@ class NoteSync:
             self._recent.pop(rel, None)
 
     def held_ids(self, rel: str) -> set[str] | None:
-        """The block ids the note at ``rel`` holds now (empty when it is gone); ``None`` when
-        it cannot be read, so nothing is decided on the strength of an unreadable note."""
+        """The keys of the blocks the note at ``rel`` holds now (empty when it is gone);
+        ``None`` when it cannot be read, so nothing is decided on the strength of an unreadable
+        note."""
         note = self.vault.note(rel)
         if note is None:
             return set()
         with self.lock:
             recent = self._recent.get(rel)
             if recent is not None and recent.seen == (note.mtime_ns, note.size):
-                return {b.id for b in recent.parsed.blocks}
+                return {r.id for r in recent.records}
         try:
             content = self.vault.read(note)
         except FileNotFoundError:
@@ -324,20 +329,21 @@ class NoteSync:
         except (ParseError, OSError) as exc:
             log.warning("%s: cannot tell which blocks it holds: %s", rel, exc)
             return None
-        return {b.id for b in scan_note(content.text).note.blocks}
+        return {block_key(rel, b.id) for b in scan_note(content.text).note.blocks}
 
     def forget(self, paths: Sequence[str]) -> dict[str, str]:
-        """Drop notes that are gone from the store; return their live blocks (id -> note)."""
+        """Drop notes that are gone from the store; return their live blocks (key -> note)."""
         if not paths:
             return {}
         with self.lock:
             for rel in paths:
                 self._recent.pop(rel, None)
+                self.moves.seen.pop(rel, None)
             ids = self.store.forget_files(paths)
             return {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
 
     def vanished(self, removed: dict[str, str]) -> dict[str, str]:
-        """The blocks among ``removed`` (id -> note that lost it) no synced note took over."""
+        """The blocks among ``removed`` (key -> note that lost it) no synced note took over."""
         current = self.store.get_blocks(removed)
         return {
             bid: removed[bid]
@@ -355,17 +361,16 @@ class NoteSync:
         progress: Callable[[int], None] | None,
         on_batch: Callable[[], bool] | None,
     ) -> dict[str, str] | None:
-        """Sync ``notes`` in batches; return the blocks they lost (id -> note), or ``None``
+        """Sync ``notes`` in batches; return the blocks they lost (key -> note), or ``None``
         when ``on_batch`` stopped the walk."""
         removed: dict[str, str] = {}
         batch: list[_Read] = []
+        # The notes passed so far: each was in step with the store when the walk met it.
+        walked: set[str] = set()
 
         def flush() -> bool:
-            # Duplicates are told apart per batch: across batches the store knows where the
-            # earlier note put a block, and the note may have changed since (the lock is not
-            # held between batches).
             with self.lock:
-                for note in self._flush(batch, {}, report, dry_run):
+                for note in self._flush(batch, report, dry_run, walked=walked):
                     removed.update(dict.fromkeys(note.removed, note.rel))
             go_on = not batch or on_batch is None or on_batch()
             batch.clear()
@@ -376,6 +381,7 @@ class NoteSync:
             if progress is not None:
                 progress(report.files_seen)
             read = self._read_if_changed(note, states.get(note.rel), report, dry_run, look)
+            walked.add(note.rel)
             if read is None:
                 continue
             batch.append(read)
@@ -424,94 +430,78 @@ class NoteSync:
             message = f"{note.rel}:{problem.line}: {problem.message}"
             log.warning("%s", message)
             report.errors.append(message)
+            if problem.kind is ProblemKind.DUPLICATE_ID:
+                report.duplicates.append((note.rel, problem.line))
         if layout.note.has_markers:
             report.files_with_markers += 1
+        if any(marker.emptied for marker in layout.markers):
+            report.emptied.append(note.rel)
         report.blocks_seen += len(layout.note.blocks)
         return _Read(note, content, layout)
 
     def _flush(
         self,
         batch: list[_Read],
-        owners: dict[str, str],
         report: SyncReport,
         dry_run: bool,
         in_flight: Collection[str] = (),
+        walked: Collection[str] = (),
     ) -> list[SyncedNote]:
-        """Enqueue what changed in ``batch`` (but ``in_flight``) and sync it in one store call."""
+        """Enqueue what changed in ``batch`` (but ``in_flight``) and sync it in one store call;
+        ``walked``: notes a walk found in step with the store."""
         if not batch:
             return []
         every = {r.note.rel: block_records(r.note.rel, r.layout.note) for r in batch}
         stored = self.store.get_blocks([b.id for records in every.values() for b in records])
+        sources = self.moves.taken_over(every, stored, walked)
+        stored.update((old.id, old) for old in sources.values())
         dirty: list[Dirty] = []
         syncs: list[FileSync] = []
-        kept_by_note: list[tuple[_Read, list[BlockRecord], set[str]]] = []
+        kept_by_note: list[tuple[_Read, set[str]]] = []
         for read in batch:
             rel = read.note.rel
-            kept, skipped = self._originals(rel, every[rel], stored, owners)
-            report.duplicates.extend(skipped)
-            new = {
-                b.id
-                for b in kept
-                if (old := stored.get(b.id)) is None or old.hash != b.hash or old.deleted_at
-            }
+            records = [
+                replace(b, moved_from=sources[b.id].id) if b.id in sources else b
+                for b in every[rel]
+            ]
+            new = set()
+            for b in records:
+                old = stored.get(b.moved_from or b.id)
+                if old is None or old.hash != b.hash or old.deleted_at:
+                    new.add(b.id)
             queue_now = new.difference(in_flight)
-            dirty.extend(Dirty(b.id, rel, b.hash) for b in kept if b.id in queue_now)
+            dirty.extend(Dirty(b.id, rel, b.hash) for b in records if b.id in queue_now)
             if new:
                 report.dirty_files[rel] = report.dirty_files.get(rel, 0) + len(new)
-            syncs.append(FileSync(file_state(read.content), kept))
-            kept_by_note.append((read, kept, new))
+            syncs.append(FileSync(file_state(read.content), records))
+            kept_by_note.append((read, new))
         report.dirty_blocks += len(dirty)
         if dry_run:
             return []
         if self.queue is not None:
+            self.queue.follow(
+                (old.id, b.id, b.file)
+                for s in syncs
+                for b in s.blocks
+                if (old := sources.get(b.id))
+            )
             self.queue.enqueue(dirty)
         results = self.store.sync_files(syncs)
+        self.moves.left.difference_update(old.id for old in sources.values())
         synced = []
-        for (read, kept, new), result in zip(kept_by_note, results, strict=True):
-            note = SyncedNote(read.content, read.layout, tuple(kept), seen=_stat(read.note))
+        for (read, new), result in zip(kept_by_note, results, strict=True):
+            rel = read.note.rel
+            self.moves.left.update(result.removed)
+            note = SyncedNote(read.content, read.layout, tuple(every[rel]), seen=_stat(read.note))
             # What changed is this sync's news: the note remembered for later takes has none.
             self._remember(note)
             synced.append(replace(note, changed=tuple(sorted(new)), removed=result.removed))
         return synced
 
-    def _originals(
-        self,
-        rel: str,
-        records: list[BlockRecord],
-        stored: dict[str, StoredBlock],
-        owners: dict[str, str],
-    ) -> tuple[list[BlockRecord], list[tuple[str, str, str]]]:
-        """The note's blocks minus copies, numbered again, and the copies skipped.
-
-        A copy is a block whose id another note holds: one the store places in another note
-        that still holds it (the store's copy wins, so a copied paragraph never steals the
-        original's identity; a block whose old note no longer holds it has moved), or one an
-        earlier note of this sync took (``owners``: id -> note).
-        """
-        kept: list[BlockRecord] = []
-        skipped: list[tuple[str, str, str]] = []
-        for r in records:
-            owner = owners.get(r.id)
-            old = stored.get(r.id)
-            if owner is None and old is not None and old.file != rel and old.deleted_at is None:
-                held = self.held_ids(old.file)
-                if held is not None and r.id in held:
-                    owner = owners[r.id] = old.file
-            if owner is not None and owner != rel:
-                log.warning(
-                    "duplicate block id %s in %s and %s; skipped in %s", r.id, owner, rel, rel
-                )
-                skipped.append((r.id, owner, rel))
-                continue
-            owners[r.id] = rel
-            kept.append(r)
-        if not skipped:
-            return kept, skipped
-        return [replace(r, position=i) for i, r in enumerate(kept)], skipped
-
     def _remember(self, synced: SyncedNote) -> SyncedNote:
         self._recent[synced.rel] = synced
         self._recent.move_to_end(synced.rel)
+        self.moves.seen[synced.rel] = synced.seen
         while len(self._recent) > RECENT_NOTES:
             self._recent.popitem(last=False)
         return synced

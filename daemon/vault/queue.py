@@ -1,8 +1,11 @@
 """The durable dirty-block queue (an outbox in SQLite), and the daemon's bookkeeping.
 
-One row per block id: repeated edits coalesce into one entry holding the latest file and hash,
-and bump ``generation`` so that a consumer finishing an older generation leaves the newer one
-queued. A change is enqueued *before* it is synced to the graph, and an entry is removed only
+One row per block, by its key (note and id, :func:`aclarai.graph.block_key`): repeated edits
+coalesce into one entry holding the latest file and hash, and bump ``generation`` so that a
+consumer finishing an older generation leaves the newer one queued; an entry follows its block
+when its note is renamed or moved (:meth:`DurableQueue.follow`).
+
+A change is enqueued *before* it is synced to the graph, and an entry is removed only
 after the graph write and the Markdown write-back both succeeded: a crash at any moment loses no
 work. Failures back off exponentially with jitter; after ``max_attempts`` an entry becomes a dead
 letter that ``aclarai status`` lists, and it never blocks the other entries.
@@ -111,6 +114,12 @@ class DurableQueue:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.executescript(_SCHEMA)
+            # Entries queued before block ids were note-scoped carry the bare id: the block is
+            # the one of their file.
+            self._db.execute(
+                "UPDATE outbox SET block_id = block_id || '@' || file "
+                "WHERE instr(block_id, '@') = 0"
+            )
         except sqlite3.Error as exc:
             raise QueueError(f"cannot open the queue at {path}: {exc}") from exc
 
@@ -154,6 +163,24 @@ class DurableQueue:
                 updated_at = excluded.updated_at
             """,
             rows,
+        )
+
+    def follow(self, moves: Iterable[tuple[str, str, str]]) -> None:
+        """Move the entries of blocks that moved to another note: (old key, new key, new file).
+
+        A moved entry is pending again (one in flight finishes under its old key, a no-op);
+        where the new key already has an entry, that one stands for both.
+        """
+        moves = list(moves)
+        if not moves:
+            return
+        now = time.time()
+        self._write(
+            "UPDATE outbox SET block_id = ?, file = ?, updated_at = ?, generation = generation + 1,"
+            " state = CASE WHEN state = 'dead' THEN 'dead' ELSE 'pending' END"
+            " WHERE block_id = ? AND NOT EXISTS (SELECT 1 FROM outbox WHERE block_id = ?)",
+            [(new, file, now, old, new) for old, new, file in moves],
+            ("DELETE FROM outbox WHERE block_id = ?", [(old,) for old, _, _ in moves]),
         )
 
     def take(self, limit: int, *, now: float | None = None) -> list[QueueEntry]:
@@ -277,6 +304,16 @@ class DurableQueue:
         with self._lock:
             row = self._db.execute("SELECT COUNT(*) FROM outbox WHERE state != 'dead'").fetchone()
         return int(row[0])
+
+    def oldest_waiting(self) -> tuple[str, float] | None:
+        """The note and the Unix time of the oldest change still to process (dead letters
+        excluded; a block edited again keeps its first time); ``None`` when there is none."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT file, enqueued_at FROM outbox WHERE state != 'dead'"
+                " ORDER BY enqueued_at LIMIT 1"
+            ).fetchone()
+        return None if row is None else (str(row[0]), float(row[1]))
 
     def next_due_in_s(self) -> float | None:
         """Seconds until the next pending entry is due (0 if one is ready); None when empty."""

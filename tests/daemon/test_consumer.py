@@ -101,7 +101,9 @@ class Rig:
             self.consumer.drain()
 
     def claims(self, block_id: str) -> list[str]:
-        return [c.text for c in self.store.claims_of_blocks([block_id])[block_id]]
+        """The claims of the live block of this id (each test gives an id to one note)."""
+        [block] = self.store.live_blocks_with_ids([block_id])
+        return [c.text for c in self.store.claims_of_blocks([block.id])[block.id]]
 
     def edit(self, rel: str, old: str, new: str) -> None:
         """The user replaces ``old`` by ``new`` and the watcher settles the note."""
@@ -210,12 +212,13 @@ def test_an_edited_block_cut_and_pasted_into_another_note_keeps_its_edit(make_ri
     a.write_text(text[:cut])
     rig.settle("a.md")
     rig.consumer.drain()
-    assert [e.block_id for e in rig.queue.entries()] == ["Y"]
+    assert [e.block_id for e in rig.queue.entries()] == ["Y@a.md"]
     b.write_text(b.read_text() + "\n" + text[cut:])
     rig.settle("b.md")
     rig.drain_all()
-    block = rig.store.get_blocks(["Y"])["Y"]
+    block = rig.store.get_blocks(["Y@b.md"])["Y@b.md"]
     assert (block.file, block.deleted_at) == ("b.md", None)
+    assert rig.store.get_blocks(["Y@a.md"]) == {}, "moved, not copied"
     assert rig.claims("Y") == ["Bob shipped v4.0."]
 
 
@@ -247,7 +250,7 @@ def test_a_rescore_with_equal_scores_writes_nothing(make_rig) -> None:
     rig = make_rig(THREE)
     before = (rig.vault / "n.md").read_bytes()
     rig.consumer.grader.reevaluate = True
-    rig.queue.enqueue(Dirty(bid, "n.md", None, "rescore") for bid in "XYZ")
+    rig.queue.enqueue(Dirty(f"{bid}@n.md", "n.md", None, "rescore") for bid in "XYZ")
 
     stats = rig.consumer.drain()
 
@@ -282,7 +285,7 @@ def test_a_failed_reevaluation_of_unchanged_text_keeps_the_comments(make_rig) ->
     before = (rig.vault / "n.md").read_bytes()
     rig.evaluator.value = None
     rig.consumer.grader.reevaluate = True
-    rig.queue.enqueue([Dirty("X", "n.md", None, "rescore")])
+    rig.queue.enqueue([Dirty("X@n.md", "n.md", None, "rescore")])
 
     assert rig.consumer.drain().null_scores == 1
     assert (rig.vault / "n.md").read_bytes() == before
@@ -300,7 +303,7 @@ def test_one_failing_block_fails_alone(make_rig) -> None:
     assert rig.block("n.md", "Y") == (3, SCORED)
     assert rig.block("n.md", "X") == (3, {}), "its scores described the old text"
     [entry] = rig.queue.entries()
-    assert (entry.block_id, entry.attempts) == ("X", 1)
+    assert (entry.block_id, entry.attempts) == ("X@n.md", 1)
     assert "input too long" in (entry.last_error or "")
     assert stats.model_failure() is None
 
@@ -344,7 +347,7 @@ def test_a_note_the_store_refuses_fails_alone_in_its_take(make_rig, method: str)
         },
         store_class=RefusingStore,
     )
-    rig.store.refuse = (method, "B")
+    rig.store.refuse = (method, "B@b.md")
     rig.edit("a.md", "Tuesday", "Wednesday")
     rig.edit("b.md", "v2.3", "v2.4")
 
@@ -353,8 +356,8 @@ def test_a_note_the_store_refuses_fails_alone_in_its_take(make_rig, method: str)
     assert (stats.failures, stats.files_processed) == (1, 2)
     assert rig.block("a.md", "A") == (3, SCORED), "the other note of the take went through"
     [entry] = rig.queue.entries()
-    assert (entry.block_id, entry.attempts) == ("B", 1)
-    assert "refused block B" in (entry.last_error or "")
+    assert (entry.block_id, entry.attempts) == ("B@b.md", 1)
+    assert "refused block B@b.md" in (entry.last_error or "")
     assert "v2.4" in (rig.vault / "b.md").read_text(), "the user's edit is kept"
 
     rig.store.refuse = None
@@ -431,12 +434,12 @@ def test_a_block_moved_between_two_batches_of_a_walk_is_not_deleted(
             a.write_text(text[:start] + text[end:])
             b.write_text(b.read_text() + text[start:end])
             r.settle("a.md", "b.md")
-            assert r.store.get_blocks(["X"])["X"].file == "b.md"
+            assert r.store.get_blocks(["X@b.md"])["X@b.md"].file == "b.md"
         return True
 
     r.notes.sync_vault(on_batch=between_batches)
     assert "X" in {blk.id for blk in parse_note(b.read_text()).blocks}
-    assert r.store.get_blocks(["X"])["X"].deleted_at is None
+    assert r.store.get_blocks(["X@b.md"])["X@b.md"].deleted_at is None
 
 
 def test_an_edit_undone_between_two_batches_of_a_walk_leaves_the_store_on_the_note(
@@ -475,7 +478,7 @@ def test_an_edit_undone_between_two_batches_of_a_walk_leaves_the_store_on_the_no
     r.notes.sync_vault()
     r.consumer.drain()
     on_disk = {blk.id: blk for blk in parse_note(b.read_text()).blocks}["Z"]
-    assert r.store.get_blocks(["Z"])["Z"].hash == on_disk.hash
+    assert r.store.get_blocks(["Z@b.md"])["Z@b.md"].hash == on_disk.hash
 
 
 def test_an_edit_undone_during_the_model_call_leaves_the_store_on_the_note(
@@ -502,7 +505,7 @@ def test_an_edit_undone_during_the_model_call_leaves_the_store_on_the_note(
     # The watcher drops the write-back's echo as our own: nothing else repairs the store.
     assert own.is_own("n.md", note_signature(r.notes.vault, "n.md"))
     on_disk = {blk.id: blk for blk in parse_note(n.read_text()).blocks}["X"]
-    assert r.store.get_blocks(["X"])["X"].hash == on_disk.hash
+    assert r.store.get_blocks(["X@n.md"])["X@n.md"].hash == on_disk.hash
     for _ in range(2):
         assert r.notes.sync_vault().rescore_blocks == 0
         assert r.consumer.drain().claims_evaluated == 0
@@ -553,7 +556,7 @@ def test_a_queued_block_edited_again_before_its_take_is_extracted_once(
     n.write_text(n.read_text().replace("Wednesday", "Thursday"))  # not settled yet
     r.consumer.drain()
     r.consumer.drain()
-    assert calls == ["X"]
+    assert calls == ["X@n.md"]
 
 
 def test_a_block_deleted_before_the_consumer_takes_its_note_becomes_a_delete_candidate(
@@ -573,4 +576,4 @@ def test_a_block_deleted_before_the_consumer_takes_its_note_becomes_a_delete_can
     text = n.read_text()
     n.write_text(text[: text.index("bob:")])  # Y deleted, not settled yet
     r.consumer.drain()
-    assert r.settle("n.md").vanished == {"Y": "n.md"}
+    assert r.settle("n.md").vanished == {"Y@n.md": "n.md"}

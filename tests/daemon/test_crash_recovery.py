@@ -23,6 +23,7 @@ from aclarai.daemon.loop.daemon import run_daemon
 from aclarai.daemon.loop.resync import resync
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.daemon.vault.writer import TEMP_PREFIX
+from aclarai.graph import block_key, key_block_id
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import parse_note
 from tests.daemon.conftest import (
@@ -64,14 +65,19 @@ def _child(vault: str, env: dict[str, str]) -> None:
 
 
 def block_state(root: Path, store: SqliteStore) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Block id -> (hash, claim ids) as the store holds it, for every block of the vault."""
-    ids = [b.id for data in notes_of(root).values() for b in parse_note(data.decode()).blocks]
-    stored = store.get_blocks(ids)
-    claims = store.claims_of_blocks(ids)
+    """Block id -> (hash, claim ids) as the store holds it, for every block of the vault (the
+    generated vault gives each id to one note)."""
+    keys = [
+        block_key(rel, b.id)
+        for rel, data in notes_of(root).items()
+        for b in parse_note(data.decode()).blocks
+    ]
+    stored = store.get_blocks(keys)
+    claims = store.claims_of_blocks(keys)
     return {
-        bid: (stored[bid].hash, tuple(sorted(c.id for c in claims[bid])))
-        for bid in ids
-        if bid in stored
+        key_block_id(key): (stored[key].hash, tuple(sorted(c.id for c in claims[key])))
+        for key in keys
+        if key in stored
     }
 
 
@@ -101,7 +107,7 @@ class Chain:
             mine = block_state(self.vault, store)
         queue = DurableQueue(self.state / "queue.sqlite")
         try:
-            queued = {e.block_id for e in queue.entries()}
+            queued = {key_block_id(e.block_id) for e in queue.entries()}
         finally:
             queue.close()
         notes = notes_of(self.vault)

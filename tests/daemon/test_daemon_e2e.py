@@ -82,14 +82,14 @@ def test_edit_rescore_move_and_delete(make_vault: MakeVault, start_daemon: Start
     with open_store() as store:
         wait_until(
             lambda: (
-                {b.file for b in store.get_blocks(["blk-a1", "blk-a2", "blk-a3"]).values()}
+                {b.file for b in store.live_blocks_with_ids(["blk-a1", "blk-a2", "blk-a3"])}
                 == {"sub/b.md"}
             ),
             timeout_s=QUIET_S + 5,
         )
         time.sleep(GRACE_S + 1)
-        blocks = store.get_blocks(["blk-a1", "blk-a2", "blk-a3"])
-        assert all(b.deleted_at is None for b in blocks.values())
+        blocks = store.get_blocks(f"blk-a{i}@sub/b.md" for i in (1, 2, 3))
+        assert len(blocks) == 3 and all(b.deleted_at is None for b in blocks.values())
         assert score_problems(vault, store) == []
     assert moved.read_text(encoding="utf-8") == scored
 
@@ -99,8 +99,8 @@ def test_edit_rescore_move_and_delete(make_vault: MakeVault, start_daemon: Start
     deleted_line = daemon.wait_for_log("block(s) marked deleted", after=gone_line)
     assert deleted_line > gone_line
     with open_store() as store:
-        blocks = store.get_blocks(["blk-a1", "blk-a2", "blk-a3"])
-        assert all(b.deleted_at is not None for b in blocks.values())
+        blocks = store.get_blocks(f"blk-a{i}@sub/b.md" for i in (1, 2, 3))
+        assert len(blocks) == 3 and all(b.deleted_at is not None for b in blocks.values())
 
 
 def test_delete_then_create_with_the_same_ids_within_the_grace_is_a_move(
@@ -115,11 +115,14 @@ def test_delete_then_create_with_the_same_ids_within_the_grace_is_a_move(
     (vault / "new.md").write_text(scored, encoding="utf-8")
     with open_store() as store:
         wait_until(
-            lambda: {b.file for b in store.get_blocks(["blk-m1", "blk-m2"]).values()} == {"new.md"},
+            lambda: (
+                {b.file for b in store.live_blocks_with_ids(["blk-m1", "blk-m2"])} == {"new.md"}
+            ),
             timeout_s=QUIET_S + 5,
         )
         time.sleep(3.5)
-        assert all(b.deleted_at is None for b in store.get_blocks(["blk-m1", "blk-m2"]).values())
+        blocks = store.get_blocks(["blk-m1@new.md", "blk-m2@new.md"])
+        assert len(blocks) == 2 and all(b.deleted_at is None for b in blocks.values())
         assert score_problems(vault, store) == []
     assert daemon.count("block(s) marked deleted") == 0
 

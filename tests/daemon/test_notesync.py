@@ -172,15 +172,15 @@ def test_the_consumer_takes_the_note_the_sync_just_made_without_reading_it(
         real_read = notes.vault.read
         monkeypatch.setattr(notes.vault, "read", lambda n: reads.append(n.rel) or real_read(n))
         synced = notes.current("a.md")
-        assert synced is not None and [r.id for r in synced.records] == ["blk-a1"]
+        assert synced is not None and [r.id for r in synced.records] == ["blk-a1@a.md"]
         assert reads == []
         # Once the file changes, ``current`` reads it again and syncs what changed.
         (vault / "a.md").write_text(note_text([("blk-a1", BOB)]), encoding="utf-8")
         again = notes.current("a.md")
         assert reads == ["a.md"]
-        assert again is not None and again.changed == ("blk-a1",)
-        assert [e.block_id for e in queue.entries()] == ["blk-a1"]
-        assert store.get_blocks(["blk-a1"])["blk-a1"].text == BOB
+        assert again is not None and again.changed == ("blk-a1@a.md",)
+        assert [e.block_id for e in queue.entries()] == ["blk-a1@a.md"]
+        assert store.get_blocks(["blk-a1@a.md"])["blk-a1@a.md"].text == BOB
     finally:
         store.close()
         queue.close()

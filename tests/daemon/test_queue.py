@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -62,14 +63,14 @@ def test_backoff_grows_and_is_capped() -> None:
 
 def test_entries_survive_reopen_and_inflight_is_recovered(tmp_path: Path) -> None:
     q = make_queue(tmp_path)
-    q.enqueue([Dirty("blk-1", "a.md", "h1")])
+    q.enqueue([Dirty("blk-1@a.md", "a.md", "h1")])
     q.take(10)
     q.close()
     q2 = make_queue(tmp_path)
     assert q2.take(10) == []
     assert q2.recover_inflight() == 1
     [entry] = q2.take(10)
-    assert entry.block_id == "blk-1"
+    assert entry.block_id == "blk-1@a.md"
 
 
 def test_meta_round_trip(tmp_path: Path) -> None:
@@ -101,3 +102,38 @@ def test_take_returns_every_ready_entry_of_the_notes_it_reaches(tmp_path: Path) 
     assert [e.file for e in first] == ["short.md"] + ["long.md"] * 500
     assert [e.block_id for e in first[1:4]] == ["l-0", "l-1", "l-2"]
     assert [e.file for e in q.take(2)] == ["third.md"]
+
+
+def test_an_entry_queued_before_ids_were_note_scoped_is_keyed_by_its_note_on_open(
+    tmp_path: Path,
+) -> None:
+    q = make_queue(tmp_path)
+    q.close()
+    old = sqlite3.connect(tmp_path / "queue.sqlite")
+    with old:
+        old.execute(
+            "INSERT INTO outbox (block_id, file, hash, reason, next_attempt_at, enqueued_at,"
+            " updated_at) VALUES ('summary', 'Daily/a.md', 'h1', 'changed', 0, 0, 0)"
+        )
+    old.close()
+
+    q2 = make_queue(tmp_path)
+    [entry] = q2.take(10)
+    assert (entry.block_id, entry.file, entry.hash) == ("summary@Daily/a.md", "Daily/a.md", "h1")
+
+
+def test_an_entry_follows_its_block_to_the_note_it_moved_to(tmp_path: Path) -> None:
+    q = make_queue(tmp_path)
+    q.enqueue([Dirty("x@a.md", "a.md", "h1"), Dirty("y@a.md", "a.md", "h2")])
+    q.enqueue([Dirty("y@b.md", "b.md", "h3")])
+    taken = q.take(1)
+    assert [e.block_id for e in taken] == ["x@a.md", "y@a.md"]
+
+    q.follow([("x@a.md", "x@b.md", "b.md"), ("y@a.md", "y@b.md", "b.md")])
+
+    assert [(e.block_id, e.file, e.hash, e.state) for e in q.entries()] == [
+        ("x@b.md", "b.md", "h1", "pending"),
+        ("y@b.md", "b.md", "h3", "pending"),
+    ]
+    q.complete(taken)
+    assert q.depth() == 2, "finishing the entries under their old keys leaves the moved ones"

@@ -154,7 +154,9 @@ def calls_by_stage(requests: list[Recorded]) -> dict[str, int]:
 def stored_claims(config: Config, vault: Path) -> dict[str, list[StoredClaim]]:
     store = build_store(config, config.state_dir_for(vault))
     try:
-        return store.claims_of_blocks(CLAIMS)
+        blocks = store.live_blocks_with_ids(CLAIMS)
+        claims = store.claims_of_blocks(b.id for b in blocks)
+        return {b.block_id: claims[b.id] for b in blocks}
     finally:
         store.close()
 

@@ -22,6 +22,7 @@ from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.control import UsageRecorder, read_usage
 from aclarai.daemon.vault.queue import DurableQueue
+from aclarai.graph import key_block_id
 from aclarai.parsers import QueueError, parse_note
 from tests.agents.scripted_llm import (
     Recorded,
@@ -213,7 +214,7 @@ def test_low_quality_claims_are_counted_listed_and_summarised(
     status = collect_status(config, vault)
     assert status.counts is not None and status.counts.low_quality == 2
     assert sorted(c.text for c in status.low_quality) == sorted(CLAIMS["blk-a1"])
-    assert all(c.block_id == "blk-a1" for c in status.low_quality)
+    assert all(key_block_id(c.block_id) == "blk-a1" for c in status.low_quality)
     text = format_status(status)
     assert "low quality  2 below 0.70" in text
     for claim in CLAIMS["blk-a1"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.graph import SqliteStore, migrations
+from aclarai.graph import BlockRecord, FileState, FileSync, SqliteStore, migrations
 from aclarai.graph.migrations import MIGRATIONS, MIGRATIONS_TABLE, applied_migrations, migrate
 from aclarai.parsers import StoreError
 from tests.graph.builders import claim, note, score
@@ -91,17 +91,78 @@ def test_every_older_state_upgrades_on_open_and_keeps_its_rows(tmp_path: Path, d
     with SqliteStore(path) as store:
         store.sync_files([note("a.md", "alpha.")])
         store.replace_claims({"a-0": [claim("c", "a-0")]})
-        blocks = store.get_blocks(["old-0", "a-0"])
+        # Every older state predates note-scoped keys: the old block is keyed by id and note.
+        blocks = store.get_blocks(["old-0@old.md", "a-0"])
         assert [c.id for c in store.claims_of_blocks(["a-0"])["a-0"]] == ["c"]
 
-    assert ("old-0" in blocks) is (done >= 1)
+    assert ("old-0@old.md" in blocks) is (done >= 1)
     if done >= 1:
-        assert (blocks["old-0"].text, blocks["old-0"].version) == ("kept.", 3)
+        assert (blocks["old-0@old.md"].text, blocks["old-0@old.md"].version) == ("kept.", 3)
     check = sqlite3.connect(path)
     try:
         assert applied_migrations(check) == ALL_NAMES
     finally:
         check.close()
+
+
+def test_a_graph_of_vault_wide_ids_opens_with_note_scoped_keys_keeping_claims_and_scores(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "graph.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(old, MIGRATIONS[: ALL_NAMES.index("m008_note_scoped_block_keys")])
+        old.execute("PRAGMA foreign_keys = ON")
+        old.execute("INSERT INTO files VALUES ('Daily/a.md', 1, 10, 'f'), ('b.md', 1, 10, 'f')")
+        old.executemany(
+            "INSERT INTO blocks VALUES (?, ?, ?, ?, 2, ?, '2024-06-03T09:00:00Z', ?)",
+            [
+                ("summary", "Daily/a.md", "alpha.", "ha", 0, None),
+                ("blk-1", "Daily/a.md", "beta.", "hb", 1, None),
+                ("blk-2", "b.md", "gamma.", "hc", 0, "2024-06-04T09:00:00Z"),
+            ],
+        )
+        old.execute("INSERT INTO claims VALUES ('c1', 'Alpha.'), ('c2', 'Beta.'), ('c3', 'G.')")
+        old.executemany(
+            "INSERT INTO edges (claim_id, block_id, ordinal, entailed_score, coverage_score,"
+            " decontextualization_score, quality, status, model, evaluated_hash, evaluated_at)"
+            " VALUES (?, ?, 0, 0.9, 0.8, 0.1, 0.42, 'ok', 'm', ?, '2024-06-03T09:00:00Z')",
+            [("c1", "summary", "ha"), ("c2", "blk-1", "hb"), ("c3", "blk-2", "hc")],
+        )
+    finally:
+        old.close()
+
+    keys = ["summary@Daily/a.md", "blk-1@Daily/a.md", "blk-2@b.md"]
+    with SqliteStore(path) as store:
+        blocks = store.get_blocks(keys)
+        claims = store.claims_of_blocks(keys)
+        low = store.low_quality_claims(0.7, None)
+        [result] = store.sync_files(
+            [
+                FileSync(
+                    FileState("Daily/a.md", 1, 10, "f"),
+                    [
+                        BlockRecord(keys[0], "Daily/a.md", "alpha.", "ha", 2, 0),
+                        BlockRecord(keys[1], "Daily/a.md", "beta.", "hb", 2, 1),
+                    ],
+                )
+            ]
+        )
+        counts = store.counts()
+
+    assert [(b.block_id, b.file, b.text, b.deleted_at) for b in map(blocks.get, keys) if b] == [
+        ("summary", "Daily/a.md", "alpha.", None),
+        ("blk-1", "Daily/a.md", "beta.", None),
+        ("blk-2", "b.md", "gamma.", "2024-06-04T09:00:00Z"),
+    ]
+    for key, claim_id in zip(keys, ["c1", "c2", "c3"], strict=True):
+        [c] = claims[key]
+        assert (c.id, c.block_id) == (claim_id, key)
+        assert c.score is not None and (c.score.block_id, c.score.entailed_score) == (key, 0.9)
+    assert [(c.id, c.block_id) for c in low] == [("c1", keys[0]), ("c2", keys[1])]
+    assert (result.changed, result.unchanged) == ((), tuple(keys[:2])), "nothing to grade again"
+    assert (counts.blocks, counts.deleted_blocks, counts.claims) == (2, 1, 3)
+    assert counts.scored_claims == 3
 
 
 def test_a_database_from_a_newer_aclarai_is_refused_untouched(tmp_path: Path) -> None:
@@ -181,8 +242,9 @@ def test_stamps_of_an_older_database_are_rewritten_to_utc_seconds_with_z(tmp_pat
         old.close()
 
     with SqliteStore(path) as store:
-        blocks = store.get_blocks(["live", "gone", "odd"])
-        claims = store.claims_of_blocks(["live"])["live"]
+        keyed = store.get_blocks(["live@a.md", "gone@a.md", "odd@a.md"])
+        claims = store.claims_of_blocks(["live@a.md"])["live@a.md"]
+    blocks = {b.block_id: b for b in keyed.values()}
 
     assert (blocks["live"].updated_at, blocks["live"].deleted_at) == ("2024-06-03T09:00:00Z", None)
     assert (blocks["gone"].updated_at, blocks["gone"].deleted_at) == (

@@ -80,8 +80,9 @@ def test_old_stamps_are_rewritten_once_on_open(
     cypher(
         bolt_server,
         database,
-        "CREATE (:Block {id: 'live', updated_at: '2024-06-03T09:00:00.123456+00:00'}),"
-        " (:Block {id: 'gone', updated_at: '2024-06-03T09:00:01Z',"
+        "CREATE (:Block {id: 'live', file: 'a.md',"
+        " updated_at: '2024-06-03T09:00:00.123456+00:00'}),"
+        " (:Block {id: 'gone', file: 'a.md', updated_at: '2024-06-03T09:00:01Z',"
         "  deleted_at: '2024-06-04T10:30:00.5+00:00'})",
     )
     cypher(
@@ -100,22 +101,26 @@ def test_old_stamps_are_rewritten_once_on_open(
         "RETURN b.id AS id, b.updated_at AS updated, b.deleted_at AS deleted, "
         "e.evaluated_at AS evaluated ORDER BY id",
     )
+    # Older graphs also predate note-scoped keys: each block is keyed by its id and note.
     assert rows == [
         {
-            "id": "gone",
+            "id": "gone@a.md",
             "updated": "2024-06-03T09:00:01Z",
             "deleted": "2024-06-04T10:30:00Z",
             "evaluated": None,
         },
         {
-            "id": "live",
+            "id": "live@a.md",
             "updated": "2024-06-03T09:00:00Z",
             "deleted": None,
             "evaluated": "2024-06-05T23:59:59Z",
         },
     ]
-    [marker] = cypher(bolt_server, database, "MATCH (m:AclaraiMigration) RETURN m.name AS name")
-    assert marker == {"name": "m001_utc_stamps"}
+    markers = cypher(bolt_server, database, "MATCH (m:AclaraiMigration) RETURN m.name AS name")
+    assert sorted(m["name"] for m in markers) == [
+        "m001_utc_stamps",
+        "m002_note_scoped_block_keys",
+    ]
     again = open_store()
     assert again.statements_run == len(SCHEMA) + 1, "a recorded migration is not run again"
 

@@ -14,6 +14,7 @@ from aclarai.graph import (
     GraphStore,
     ScoreRecord,
     StoreCounts,
+    block_key,
     claim_quality,
 )
 from aclarai.parsers import StoreError
@@ -199,6 +200,80 @@ def test_move_within_one_call_is_not_reported_removed(store: GraphStore) -> None
 
     assert [r.removed for r in results] == [(), ()]
     assert store.get_blocks(["a-1"])["a-1"].file == "b.md"
+
+
+def test_same_id_in_two_notes_is_two_blocks_found_by_their_id(store: GraphStore) -> None:
+    a, b = block_key("a.md", "summary"), block_key("b.md", "summary")
+    store.sync_files(
+        [
+            file_sync("a.md", block(a, "a.md", "alpha.")),
+            file_sync(
+                "b.md",
+                block(b, "b.md", "alpha."),
+                block(block_key("b.md", "summary-2"), "b.md", "beta.", 1),
+                block(block_key("b.md", "summaryZ"), "b.md", "gamma.", 2),
+            ),
+        ]
+    )
+    store.replace_claims({a: [claim("c1", a)], b: [claim("c2", b)]})
+
+    found = store.live_blocks_with_ids(["summary", "summar", "nothing"])
+    assert [(x.id, x.file, x.block_id) for x in found] == [
+        (a, "a.md", "summary"),
+        (b, "b.md", "summary"),
+    ]
+    assert {k: [c.id for c in v] for k, v in store.claims_of_blocks([a, b]).items()} == {
+        a: ["c1"],
+        b: ["c2"],
+    }
+    store.mark_deleted([a])
+    assert [x.id for x in store.live_blocks_with_ids(["summary"])] == [b]
+
+
+def test_a_block_taking_over_another_notes_block_gets_its_claims_and_scores(
+    store: GraphStore,
+) -> None:
+    _scored_store(store)
+    moved = dataclasses.replace(
+        block(block_key("c.md", "a-0"), "c.md", "alice: the deploy failed."), moved_from="a-0"
+    )
+
+    [c_result, a_result] = store.sync_files(
+        [file_sync("c.md", moved), file_sync("a.md", block("a-1", "a.md", "bob: I rolled back."))]
+    )
+
+    assert (c_result.changed, c_result.unchanged) == ((), (moved.id,)), "same text: not dirty"
+    assert a_result.removed == (), "moved, not removed"
+    assert store.get_blocks(["a-0"]) == {}
+    assert store.get_blocks([moved.id])[moved.id].file == "c.md"
+    claims = store.claims_of_blocks([moved.id])[moved.id]
+    assert [(c.id, c.block_id) for c in claims] == [("c1", moved.id), ("c2", moved.id)]
+    assert claims[0].score is not None and claims[0].score.block_id == moved.id
+    assert store.write_scores([score("c2", moved.id, _hash(store, moved.id))]) == 1
+
+
+def test_a_block_never_takes_over_a_listed_or_deleted_block(store: GraphStore) -> None:
+    _scored_store(store)
+    store.mark_deleted(["a-1"])
+    from_deleted = dataclasses.replace(
+        block("c-1", "c.md", "bob: I rolled back."), moved_from="a-1"
+    )
+    from_listed = dataclasses.replace(
+        block("c-0", "c.md", "alice: the deploy failed."), moved_from="a-0"
+    )
+
+    [a_result, c_result] = store.sync_files(
+        [
+            file_sync("a.md", block("a-0", "a.md", "alice: the deploy failed.")),
+            file_sync("c.md", from_listed, dataclasses.replace(from_deleted, position=1)),
+        ]
+    )
+
+    assert c_result.changed == ("c-0", "c-1"), "both are new blocks"
+    assert a_result.unchanged == ("a-0",)
+    assert store.get_blocks(["a-1"])["a-1"].deleted_at is not None
+    assert [c.id for c in store.claims_of_blocks(["a-0"])["a-0"]] == ["c1", "c2"]
+    assert store.claims_of_blocks(["c-0", "c-1"]) == {"c-0": [], "c-1": []}
 
 
 def test_deleted_block_that_reappears_is_restored_as_changed(store: GraphStore) -> None:
