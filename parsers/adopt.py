@@ -8,26 +8,32 @@ its indentation, an id comment and an ``^anchor`` that Obsidian can link to::
     ^blk-4e1f0a9b27c3d865
 
 A paragraph whose last line already ends in an Obsidian block id (``… text ^my-id``) keeps it and
-gets only the id comment, with that id. Frontmatter, headings, code (fenced or indented), tables,
-block quotes and callouts, HTML, thematic breaks, paragraphs made only of embeds (``![[…]]``)
-and everything up to the end of the last existing block are never marked; no existing byte
-changes, only lines are added (in the note's own line ending). markdown-it-py says what is what.
+gets only the id comment, with that id. Never marked: frontmatter, headings, code (fenced or
+indented), tables, block quotes and callouts, HTML, thematic breaks, paragraphs made only of
+embeds (``![[…]]``), empty list items (``- `` or ``- [ ]`` alone), anything in a ``$$`` math
+block or a ``%%`` comment (:func:`aclarai.parsers.reading.line_kinds` says where they run, blank
+lines inside included), a heading after a byte-order mark, and text a block already holds. No
+existing byte changes, only lines are added (in the note's own line ending); markdown-it-py says
+what is what. :mod:`aclarai.parsers.marks` takes the lines out again.
 
-A block is, by the Tier 1 grammar, every line since the previous block; where a heading, a
-table or the like sits between the previous block (or the header) and an element, a
-``<!-- aclarai:block=start -->`` line goes right before the element, so they stay in no block.
+The note becomes an *adopted note* (see :mod:`aclarai.parsers.blocks`): each block is its own
+paragraph or list item, so a paragraph typed later between two blocks is text of no block, and
+adopting the note again gives it its own id; an emptied block's lines go at the same time. In
+a conversation note (header metadata) only what follows its last block is marked, and as a
+block there is every line since the previous one, a ``<!-- aclarai:block=start -->`` line goes
+before an element that a heading, a table or the like precedes, so they stay in no block.
 
 New ids are ``blk-`` and 16 hex digits of the sha256 of (``salt``, the element's text,
 its position), so they are the same on a dry run and the real one; give the note's path as the
-salt to keep ids apart between notes with the same paragraph. Adopting an adopted note changes
-nothing: its last block ends where nothing is left to mark.
+salt to keep ids apart between notes with the same paragraph. Adopting an adopted note that
+nobody edited changes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
@@ -42,11 +48,17 @@ from aclarai.parsers.grammar import (
     parse_anchor,
     scan_line,
 )
+from aclarai.parsers.marks import drop_emptied
 from aclarai.parsers.model import Block
+from aclarai.parsers.reading import LineKind, line_kinds
 
 _OBSIDIAN_ID = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")
 _LIST_MARKER = re.compile(r"(\s*)([-+*]|[0-9]{1,9}[.)])(\s*)")
 _EMBED = re.compile(r"!\[\[[^\]]*\]\]")
+_TASK_BOX = re.compile(r"^\[.?\]")
+_BOM = "\ufeff"
+_HIDDEN = frozenset({LineKind.MATH, LineKind.COMMENT})
+"""Lines no id may go into: Obsidian shows no Markdown there."""
 _ID_CHARS = 16
 
 
@@ -57,7 +69,8 @@ class Adopted:
     text: str
     block_ids: tuple[str, ...]
     lines: tuple[int, ...]
-    """1-based line, in the original note, of each new block's last line of text."""
+    """1-based line of each new block's last line of text, in the note given (less the lines of
+    its emptied blocks, which go first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,17 +90,23 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
         ParseError: the marked note would not read back with the same old blocks plus the new
             ones (a shape of Markdown this does not handle); nothing is changed.
     """
-    lines = text.split("\n")
     layout = scan_note(text)
+    if any(marker.emptied for marker in layout.markers):
+        text = drop_emptied(text, layout)
+        layout = scan_note(text)
+    lines = layout.lines
     start = _start_line(lines, layout)
-    targets = _targets(lines, start)
+    targets = _targets(lines, start, layout) if layout.unclaimed else []
     if not targets:
         return Adopted(text, (), ())
     crlf = lines[0].endswith("\r")
     taken = {marker.block_id for marker in layout.markers}
     out = list(lines)
     ids: list[str] = []
-    after = [start, *(t.last + 1 for t in targets)]
+    after = _block_ends(start, layout, targets)
+    # Only a conversation's utterance runs back to the previous block; an adopted note's block
+    # is its last element (see aclarai.parsers.blocks).
+    conversation = bool(layout.note.metadata)
     for position, target in reversed(list(enumerate(targets))):
         block_id = target.existing_id
         if block_id is None or block_id in taken:
@@ -103,7 +122,7 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
             out[target.last] += "\r"
             added[-1] = added[-1].removesuffix("\r")
         out[target.last + 1 : target.last + 1] = added
-        if any(line.strip() for line in lines[after[position] : target.first]):
+        if conversation and any(line.strip() for line in lines[after[position] : target.first]):
             lead = lines[target.first][
                 : len(lines[target.first]) - len(lines[target.first].lstrip())
             ]
@@ -115,9 +134,9 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
 
 
 def _start_line(lines: list[str], layout: NoteLayout) -> int:
-    """The first line that may be marked: after the frontmatter, the header comments and the
-    zone of the note's last block."""
-    if layout.markers:
+    """The first line that may be marked: after the frontmatter, the header comments and (in a
+    conversation note) the zone of the note's last block."""
+    if layout.markers and not layout.note.adopted:
         last = layout.markers[-1]
         return last.index + 1 + len(last.below)
     index = 0
@@ -139,24 +158,66 @@ def _is_comment_line(stripped: str) -> bool:
     return len(found.comments) == 1 and found.comments[0].end == len(stripped)
 
 
-def _targets(lines: list[str], start: int) -> list[_Target]:
+def _block_ends(start: int, layout: NoteLayout, targets: list[_Target]) -> list[int]:
+    """For each target, the line after the block (or header) before it."""
+    ends = sorted({start, *(m.index + 1 + len(m.below) for m in layout.markers)})
+    result = []
+    previous = start
+    for target in targets:
+        previous = max([previous, *(end for end in ends if end <= target.first)])
+        result.append(previous)
+        previous = target.last + 1
+    return result
+
+
+def _targets(lines: list[str], start: int, layout: NoteLayout) -> list[_Target]:
+    """The elements to mark: top-level paragraphs and list items holding text no block holds,
+    outside math blocks and ``%%`` comments."""
     # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
-    source = "\n".join(line.rstrip("\r").replace("\r", " ") for line in lines[start:])
-    tokens = _markdown().parse(source)
+    shown = [line.rstrip("\r").replace("\r", " ") for line in lines]
+    if start == 0:
+        # A byte-order mark is no text: "\ufeff# Title" is a heading.
+        shown[0] = shown[0].lstrip(_BOM)
+    kinds = line_kinds("\n".join(shown))
+    # Our own comment lines are HTML comments to a reader, and never hide an element.
+    hidden = {
+        i
+        for i, kind in enumerate(kinds)
+        if kind in _HIDDEN and not _is_comment_line(lines[i].strip())
+    }
+    unclaimed = set(layout.unclaimed)
+    tokens = _markdown().parse("\n".join(shown[start:]))
     targets: list[_Target] = []
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
         first, stop = start + token.map[0], start + token.map[1]
-        if not _has_text(lines[first:stop]):
+        if (
+            not _has_text(lines[first:stop])
+            or unclaimed.isdisjoint(range(first, stop))
+            or not hidden.isdisjoint(range(first, stop))
+        ):
             continue
         if token.type == "paragraph_open" and token.level == 0:
             if _only_embeds(tokens[index + 1]):
                 continue
             targets.append(_target(lines, first, stop, indent=""))
         elif token.type == "list_item_open" and token.level == 1:
-            targets.append(_target(lines, first, stop, indent=_content_indent(lines[first])))
+            if _empty_item(tokens, index):
+                continue
+            targets.append(_target(lines, first, stop, indent=_content_indent(shown[first])))
+        else:
+            continue
+        # An item that goes on after a block it holds: its new block starts after that one.
+        new_from = min(i for i in range(first, stop) if i in unclaimed)
+        targets[-1] = replace(targets[-1], first=new_from)
     return [t for t in targets if t.last >= start]
+
+
+def _empty_item(tokens: list[Token], index: int) -> bool:
+    """Whether the list item opened at ``tokens[index]`` says nothing (``- `` or ``- [ ]``)."""
+    content = tokens[index + 2] if tokens[index + 1].type == "paragraph_open" else None
+    return content is None or _TASK_BOX.sub("", content.content, count=1).strip() == ""
 
 
 def _target(lines: list[str], first: int, stop: int, *, indent: str) -> _Target:
@@ -202,7 +263,9 @@ def _new_id(salt: str, lines: list[str], target: _Target, position: int, taken: 
 def _check(old_blocks: tuple[Block, ...], result: str, ids: list[str]) -> None:
     found = {block.id: block for block in scan_note(result).note.blocks}
     for block in old_blocks:
-        if found.get(block.id) != block:
+        new = found.get(block.id)
+        # Lines added above a block move its id comment; nothing else of it may change.
+        if new is None or replace(new, line=block.line) != block:
             raise ParseError(
                 "adopting would change an existing block; the note is left as it is",
                 block_id=block.id,

@@ -10,6 +10,21 @@ own-line layout only) the run of score comment lines directly above it; a blank 
 
 Lines inside fenced or indented code are plain text: markdown-it-py says where code is, and is
 skipped entirely when the note has no fence marker and no indented line.
+
+That is the rule of a conversation note, where an utterance may hold blank lines. An **adopted
+note** (an ordinary note given ids by ``aclarai adopt``) keeps one paragraph or list item per
+block: its block's text is only the last Markdown element (paragraph, list item, heading …)
+before the id comment, so a paragraph typed between two blocks is never merged into the next
+one; it stays text of no block until adopt gives it an id. The element must end right before
+the id comment, as adopt puts it: a blank line between them means the block's own text was
+deleted, and the text above is no block's. In an adopted note an id comment with no text before
+it is an **emptied** block (:attr:`Marker.emptied`), never a file-level id: the rewriter takes
+its lines out (see :mod:`aclarai.parsers.rewrite`).
+
+A note is adopted when it has no header metadata (every imported conversation has a title) and
+carries one of adopt's marks: a ``block=start`` line, or an id comment on a line of its own,
+right after a text line that either ends in the user's own ``^id`` of the same name or is
+followed (past its score comments) by the ``^anchor`` of the same id.
 """
 
 from __future__ import annotations
@@ -36,6 +51,13 @@ from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, Probl
 
 _BOM = "\ufeff"
 _INDENTED = re.compile(r"^(?: {0,3}\t| {4})", re.MULTILINE)
+_OWN_ID = re.compile(r"\s\^([A-Za-z0-9-]+)$")
+"""An Obsidian block id the user wrote at the end of a line."""
+_ZONE_LINES = 8
+"""How far below an id comment its ``^anchor`` is looked for (three score comments and more)."""
+_MAY_START_ELEMENT = re.compile(r" {0,3}(?:[-+*#>|<=_~`]|[0-9]{1,9}[.)])")
+"""A line that may start a new Markdown element right after a paragraph line (loosely: a false
+match only costs a parse)."""
 _SCORE_KEYS = frozenset(SCORE_NAMES)
 
 
@@ -88,6 +110,8 @@ class Marker:
     above: tuple[ZoneLine, ...]
     below: tuple[ZoneLine, ...]
     block: Block | None
+    emptied: bool = False
+    """An adopted note's block whose text was deleted: its lines are adopt's and go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +124,12 @@ class NoteLayout:
     lines: list[str]
     markers: tuple[Marker, ...]
     note: ParsedNote
+    block_starts: tuple[int, ...] = ()
+    """0-based indexes of the ``block=start`` lines (outside code)."""
+    unclaimed: tuple[int, ...] = ()
+    """0-based indexes of the text lines after the header that no block holds (headings after
+    a ``block=start``, text after the last block, in an adopted note a paragraph typed between
+    two blocks): what adopt may still give an id."""
 
 
 def parse_note(text: str) -> ParsedNote:
@@ -116,7 +146,39 @@ def scan_note(text: str) -> NoteLayout:
     lines = text.split("\n")
     header_end, metadata = _read_header(lines)
     code = _code_lines(lines, header_end)
-    return _Scanner(lines, code, header_end, metadata).run()
+    adopted = not metadata and _has_adopt_mark(lines, code, header_end)
+    return _Scanner(lines, code, header_end, metadata, adopted=adopted).run()
+
+
+def _has_adopt_mark(lines: Sequence[str], code: frozenset[int], start: int) -> bool:
+    """Whether a note shows one of adopt's marks (see the module doc)."""
+    for index in range(start, len(lines)):
+        line = lines[index]
+        if "<!--" not in line or index in code:
+            continue
+        found = scan_line(line)
+        if is_block_start(found):
+            return True
+        marker = _marker_of(line, found)
+        if marker is None:
+            continue
+        # Adopt writes id comments on lines of their own, right after the element's text.
+        if line[: marker.start].strip() or index == start:
+            continue
+        before = lines[index - 1]
+        if not before.strip():
+            continue
+        own = _OWN_ID.search(before.rstrip())
+        if own is not None and own.group(1) == marker.value:
+            return True
+        for after in range(index + 1, min(index + 1 + _ZONE_LINES, len(lines))):
+            anchor = parse_anchor(lines[after])
+            if anchor is not None:
+                if anchor == marker.value:
+                    return True
+            elif _zone_line(after, lines[after], scan_line(lines[after])) is None:
+                break
+    return False
 
 
 def _read_header(lines: Sequence[str]) -> tuple[int, dict[str, object]]:
@@ -155,6 +217,9 @@ def _code_lines(lines: Sequence[str], start: int) -> frozenset[int]:
         return frozenset()
     # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
     source = "\n".join(line.rstrip("\r").replace("\r", " ") for line in lines[start:])
+    if start == 0:
+        # A byte-order mark is no text: "\ufeff```" opens a fence.
+        source = source.removeprefix(_BOM)
     code: set[int] = set()
     for token in _markdown().parse(source):
         if token.type in ("fence", "code_block") and token.map is not None:
@@ -181,27 +246,35 @@ class _Scanner:
         code: frozenset[int],
         header_end: int,
         metadata: dict[str, object],
+        *,
+        adopted: bool,
     ) -> None:
         self.lines = lines
         self.code = code
         self.header_end = header_end
         self.metadata = metadata
+        self.adopted = adopted
         self.blocks: list[Block] = []
         self.markers: list[Marker] = []
         self.problems: list[Problem] = []
         self.seen: set[str] = set()
         self.file_id: str | None = None
+        self.unclaimed: list[int] = []
+        self.block_starts: list[int] = []
 
     def run(self) -> NoteLayout:
         lines = self.lines
         count = len(lines)
         pending: list[str] = []
+        at: list[int] = []
+        """The line index of each entry of ``pending``."""
         legacy: list[ZoneLine] = []
         index = self.header_end
         while index < count:
             line = lines[index]
             if index in self.code or ("<!--" not in line and "^" not in line):
                 pending.append(line[:-1] if line.endswith("\r") else line)
+                at.append(index)
                 legacy = []
                 index += 1
                 continue
@@ -215,9 +288,12 @@ class _Scanner:
                 else:
                     legacy = []
                     if zone is None:
-                        _append_text(pending, line, found)
+                        if _append_text(pending, line, found):
+                            at.append(index)
                     elif is_block_start(found):
-                        pending = []
+                        self.block_starts.append(index)
+                        self._unclaim(pending, at, len(pending))
+                        pending, at = [], []
                 index += 1
                 continue
             # An id comment that opens its line has no text and no comment before it.
@@ -227,15 +303,34 @@ class _Scanner:
             own_line = _is_blank(before)
             if not own_line:
                 pending.append(before)
+                at.append(index)
             above = tuple(legacy) if own_line else ()
+            if self.adopted:
+                first = _last_element(pending, bool(at) and at[0] == 0)
+                self._unclaim(pending, at, first)
+                pending = pending[first:]
             index = self._end_block(index, marker, pending, above)
-            pending = []
+            pending, at = [], []
             legacy = []
+        self._unclaim(pending, at, len(pending))
         return NoteLayout(
             lines,
             tuple(self.markers),
-            ParsedNote(tuple(self.blocks), self.metadata, self.file_id, tuple(self.problems)),
+            ParsedNote(
+                tuple(self.blocks),
+                self.metadata,
+                self.file_id,
+                tuple(self.problems),
+                adopted=self.adopted,
+            ),
+            tuple(self.block_starts),
+            tuple(self.unclaimed),
         )
+
+    def _unclaim(self, pending: list[str], at: list[int], stop: int) -> None:
+        """Record the text lines among the first ``stop`` of ``pending`` as held by no block."""
+        kept = zip(pending[:stop], at[:stop], strict=True)
+        self.unclaimed.extend(index for text, index in kept if text.strip())
 
     def _report(self, index: int, line: str, found: LineComments) -> None:
         """Record the malformed and unterminated comments of a line."""
@@ -285,6 +380,7 @@ class _Scanner:
         if self.header_end == 0 and not self.markers and pending:
             pending[0] = pending[0].lstrip(_BOM)
         text = _join_text(pending)
+        emptied = self.adopted and not text and block_id not in self.seen
         block = self._make_block(block_id, marker.version, index, text, above, below, after)
         self.markers.append(
             Marker(
@@ -296,6 +392,7 @@ class _Scanner:
                 above,
                 tuple(below),
                 block,
+                emptied,
             )
         )
         return after
@@ -319,7 +416,7 @@ class _Scanner:
             return None
         self.seen.add(block_id)
         if not text:
-            if all(_is_blank(line) for line in self.lines[after:]):
+            if not self.adopted and all(_is_blank(line) for line in self.lines[after:]):
                 self.file_id = block_id
             else:
                 self._problem(
@@ -370,14 +467,49 @@ def _marker_of(line: str, found: LineComments) -> AclaraiComment | None:
     return None
 
 
-def _append_text(pending: list[str], line: str, found: LineComments) -> None:
-    """Add a line to the utterance with its ``aclarai:`` comments cut out."""
+def _append_text(pending: list[str], line: str, found: LineComments) -> bool:
+    """Add a line to the utterance with its ``aclarai:`` comments cut out; whether it was."""
     if not found.comments:
         pending.append(line[:-1] if line.endswith("\r") else line)
-        return
+        return True
     kept = _without_comments(line, found.comments)
     if kept:
         pending.append(kept)
+    return bool(kept)
+
+
+def _last_element(pending: list[str], note_start: bool) -> int:
+    """Where in ``pending`` the last Markdown element starts (a list's last item): an adopted
+    note's block. Adopt puts the id comment right after its element, so one that a blank line
+    parts from the text above has none (``len(pending)``): its paragraph was deleted.
+    ``note_start``: ``pending`` starts at the note's first line (BOM and all)."""
+    if pending and _is_blank(pending[-1]):
+        return len(pending)
+    start = 0
+    while start < len(pending) and _is_blank(pending[start]):
+        start += 1
+    body = pending[start:]
+    if len(body) < 2 or not (
+        body[0][:1].isspace()
+        or any(_is_blank(line) or _MAY_START_ELEMENT.match(line) for line in body)
+    ):
+        return start
+    if note_start and start == 0:
+        body[0] = body[0].lstrip(_BOM)
+    # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
+    source = "\n".join(line.replace("\r", " ") for line in body)
+    last: int | None = None
+    last_is_list = False
+    item: int | None = None
+    for token in _markdown().parse(source):
+        if token.map is None:
+            continue
+        if token.level == 0:
+            last, last_is_list, item = token.map[0], token.type.endswith("_list_open"), None
+        elif token.type == "list_item_open" and token.level == 1:
+            item = token.map[0]
+    found = item if last_is_list and item is not None else last
+    return start + (found or 0)
 
 
 def _without_comments(line: str, comments: Sequence[AclaraiComment]) -> str:

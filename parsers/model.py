@@ -60,6 +60,9 @@ class ParsedNote:
     file_id: str | None
     """A file-level ``aclarai:id`` comment alone at the end of the note, if any."""
     problems: tuple[Problem, ...]
+    adopted: bool = False
+    """An ordinary note given ids by ``aclarai adopt``, where a block is one paragraph or list
+    item, not a conversation's utterance (see :mod:`aclarai.parsers.blocks`)."""
 
     @property
     def has_markers(self) -> bool:

@@ -10,6 +10,9 @@ alone and keeps its ``ver``; every other changed block gets ``ver=N+1`` once. A 
 score or a score comment: it gets ``ver=N+1`` even when its comments read the same, and a score
 it lacks loses its comment, since that comment described the old text.
 
+In an adopted note, the lines of an emptied block (its id comment, score comments and own
+``^anchor``: :func:`aclarai.parsers.marks.drop_emptied`) go with every rewrite, and make one.
+
 Only the id comment line and the zone lines of changed blocks are rewritten; every other byte
 (line endings, final newline or its absence, trailing spaces, frontmatter, other comments, code)
 is kept. New lines use the note's line ending and the id line's indentation.
@@ -34,6 +37,7 @@ from aclarai.parsers.grammar import (
     format_score_value,
     next_version,
 )
+from aclarai.parsers.marks import drop_emptied
 from aclarai.parsers.model import SCORE_NAMES, ParsedNote
 
 _SCORE_KEYS = frozenset(SCORE_NAMES)
@@ -99,6 +103,10 @@ def apply_scores(
                 format_score_value(value)
     if layout is None:
         layout = scan_note(text)
+    tidied = None
+    if any(marker.emptied for marker in layout.markers):
+        text = drop_emptied(text, layout)
+        layout = tidied = scan_note(text)
     plans: list[_Plan] = []
     found: set[str] = set()
     for marker in layout.markers:
@@ -121,7 +129,7 @@ def apply_scores(
         new_text = _build(layout.lines, plans) if plans else text
         after = scan_note(new_text) if plans else None
     versions = {plan.marker.block_id: next_version(plan.marker.version) for plan in plans}
-    return RewriteResult(new_text, versions, tuple(versions), missing, skipped, after)
+    return RewriteResult(new_text, versions, tuple(versions), missing, skipped, after or tidied)
 
 
 def _plans_that_read_back(

@@ -4,7 +4,10 @@ The text work is :func:`aclarai.parsers.adopt_note`; this module finds the notes
 of the paths given, dot folders skipped), reads them, and writes the adopted text back through
 :func:`aclarai.daemon.vault.writer.write_if_unchanged`, so a note the user changed meanwhile is left
 alone (reported, never overwritten). ``adopt.folders`` names vault folders whose notes
-``aclarai resync`` and the daemon adopt before syncing them.
+``aclarai resync`` and the daemon adopt before syncing them: a paragraph typed into an adopted
+note there gets its own id, and an emptied block's lines go. A vault's template folders and the
+dashboard note are never adopted (:mod:`.scope`); ``aclarai unadopt`` undoes it all
+(:mod:`.unadopt`).
 """
 
 from __future__ import annotations
@@ -15,8 +18,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aclarai.daemon.intake.scope import AdoptScope, scope_for, vault_root_of
+from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
-from aclarai.parsers import ParseError, WriteConflict, adopt_note, decode_note
+from aclarai.parsers import (
+    ParseError,
+    WriteConflict,
+    adopt_note,
+    decode_note,
+    drop_emptied,
+    scan_note,
+)
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +42,8 @@ class AdoptReport:
     """(note, line, block id) of every block made (or, on a dry run, that would be)."""
     errors: list[str] = field(default_factory=list)
     dry_run: bool = False
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    """(note, why) of every note left alone: templates, aclarai's own notes."""
 
 
 def iter_markdown(paths: Iterable[Path]) -> Iterator[Path]:
@@ -50,15 +64,39 @@ def adopt_files(
     *,
     dry_run: bool = False,
     on_write: Callable[[Path, os.stat_result], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    root: Path | None = None,
+    dashboard: str | None = None,
 ) -> AdoptReport:
-    """Adopt every note of ``paths``; ``on_write(path, stat)`` hears of each note written."""
+    """Adopt every note of ``paths``; ``on_write(path, stat)`` hears of each note written,
+    ``progress(done, total)`` of each note read.
+
+    Notes of a vault's template folders and its dashboard (``dashboard``, vault-relative) are
+    left alone (see :mod:`.scope`); the vault is ``root``, else the one each path given lies
+    in (see :func:`.scope.vault_root_of`).
+    """
     report = AdoptReport(dry_run=dry_run)
-    for path in iter_markdown(paths):
+    notes = [
+        (note, root if root is not None else vault_root_of(given))
+        for given in paths
+        for note in iter_markdown([given])
+    ]
+    scopes: dict[Path, AdoptScope] = {}
+    for path, vault in notes:
         report.notes_seen += 1
+        if progress is not None:
+            progress(report.notes_seen, len(notes))
+        if vault not in scopes:
+            scopes[vault] = scope_for(vault, dashboard)
+        reason = scopes[vault].reason_to_skip(path)
+        if reason is not None:
+            report.skipped.append((path, reason))
+            continue
         try:
             data = path.read_bytes()
-            result = adopt_note(decode_note(data, path=str(path)), salt=str(path.resolve()))
-            if not result.block_ids:
+            text = decode_note(data, path=str(path))
+            result = adopt_note(text, salt=str(path.resolve()))
+            if result.text == text:
                 continue
             new = result.text.encode("utf-8")
             if not dry_run:
@@ -79,14 +117,49 @@ def adopt_files(
     return report
 
 
+def drop_emptied_blocks(
+    notes: NoteSync,
+    rels: Iterable[str],
+    *,
+    on_write: Callable[[Path, os.stat_result], None] | None = None,
+) -> int:
+    """Take the lines of emptied blocks out of these adopted notes (a sync's
+    ``report.emptied``), then sync them again; return how many notes were written."""
+    written: list[str] = []
+    for rel in rels:
+        note = notes.vault.note(rel)
+        if note is None:
+            continue
+        try:
+            content = notes.vault.read(note)
+            text = drop_emptied(content.text, scan_note(content.text))
+            if text == content.text:
+                continue
+            data = text.encode("utf-8")
+            st = write_if_unchanged(note.path, data, expected_sha256=content.sha256)
+        except (OSError, ParseError, WriteConflict) as exc:
+            log.warning("%s: an emptied block's lines stay for now: %s", rel, exc)
+            continue
+        if on_write is not None:
+            on_write(note.path, st)
+        log.info("%s: an emptied block's id comment, anchor and scores taken out", rel)
+        written.append(rel)
+    again = [note for note in map(notes.vault.note, written) if note is not None]
+    if again:
+        notes.sync_notes(again)
+    return len(written)
+
+
 def format_adopt_report(report: AdoptReport) -> str:
     would = " (would be)" if report.dry_run else ""
     lines = [
         f"notes seen      {report.notes_seen}",
         f"notes adopted   {report.notes_adopted}{would}",
         f"blocks marked   {report.blocks}{would}",
+        f"notes skipped   {len(report.skipped)} (templates, aclarai's own notes)",
         f"errors          {len(report.errors)}",
     ]
     if report.dry_run:
         lines += [f"  {path}:{line}: {block_id}" for path, line, block_id in report.planned]
+        lines += [f"  {path}: skipped, {why}" for path, why in report.skipped]
     return "\n".join(lines)

@@ -96,7 +96,7 @@ def test_crlf_and_missing_final_newline_kept() -> None:
     result = adopt_note(text)
     first, second = result.block_ids
     assert result.text == (
-        "# T\r\n\r\n<!-- aclarai:block=start -->\r\nOne claim here.\r\n"
+        "# T\r\n\r\nOne claim here.\r\n"
         f"<!-- aclarai:id={first} ver=1 -->\r\n^{first}\r\n\r\n"
         f"Another one.\r\n<!-- aclarai:id={second} ver=1 -->\r\n^{second}"
     )

@@ -1,0 +1,302 @@
+"""Issue 21 items 4, 5 and the undo on real vaults: adopt writes only where it should (template
+folders and the dashboard never), adopted notes stay one block per paragraph as they are edited
+(through ``aclarai resync`` and the running daemon), and ``aclarai unadopt`` gives every byte
+back. The vault of the tests is a copy of kepano's (tests/data/vaults, MIT) or notes written
+here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aclarai.daemon.cli import main
+from aclarai.parsers import parse_note, scan_note
+from tests.daemon.conftest import DaemonProcess, cli, daemon_env, open_store, wait_until
+
+KEPANO = Path(__file__).parents[1] / "data" / "vaults" / "kepano-obsidian"
+PROSE = "The release slipped by two days because the load test failed on Friday.\n"
+NEW = "Paris hosted the summit with 40 delegates in March 2024."
+ERIN = "Erin moved the database migration to Friday.\n"
+RETRO = (
+    "# Retro\n\nThe release slipped by two days because the load test failed.\n\n"
+    "Erin moved the database migration to Friday.\n\n- Dana fixes the test.\n"
+)
+
+
+def kepano_copy(tmp_path: Path) -> Path:
+    vault = tmp_path / "kepano"
+    shutil.copytree(KEPANO, vault)
+    return vault
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the vault but aclarai's own (its lock, its dashboard)."""
+    return {
+        rel: path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+        and not (rel := path.relative_to(root).as_posix()).startswith((".aclarai/", "aclarai/"))
+    }
+
+
+def test_adopt_skips_template_folder(tmp_path: Path) -> None:
+    vault = kepano_copy(tmp_path)
+    template = vault / "Templates" / "Meeting Template.md"
+    template.write_text(template.read_text() + "\n" + PROSE)
+    before = snapshot(vault / "Templates")
+    assert main(["adopt", str(vault)]) == 0
+    assert snapshot(vault / "Templates") == before
+    readme = parse_note((vault / "Readme.md").read_text())
+    assert readme.adopted and len(readme.blocks) > 3
+    # The folder is skipped because the vault's settings name it: without them it is adopted.
+    (vault / ".obsidian" / "templates.json").unlink()
+    assert main(["adopt", str(vault / "Templates")]) == 0
+    assert parse_note(template.read_text()).blocks
+
+
+def test_adopt_skips_templater_folder(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    settings = vault / ".obsidian" / "plugins" / "templater-obsidian" / "data.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"templates_folder": "Meta/Templater", "trigger": True}))
+    (vault / "Meta" / "Templater").mkdir(parents=True)
+    (vault / "Meta" / "Templater" / "Daily.md").write_text("# <% tp.date.now() %>\n\n" + PROSE)
+    (vault / "Meta" / "Other.md").write_text(PROSE)
+    assert main(["adopt", str(vault)]) == 0
+    assert (vault / "Meta" / "Templater" / "Daily.md").read_text().endswith("\n\n" + PROSE)
+    assert "aclarai:id=" not in (vault / "Meta" / "Templater" / "Daily.md").read_text()
+    assert parse_note((vault / "Meta" / "Other.md").read_text()).blocks
+    # resync adopting the folders of adopt.folders skips it too.
+    (vault / "Meta" / "Templater" / "Weekly.md").write_text(PROSE)
+    cli("resync", str(vault), env=daemon_env(ACLARAI_ADOPT__FOLDERS='["Meta"]'))
+    assert (vault / "Meta" / "Templater" / "Weekly.md").read_text() == PROSE
+
+
+def test_resync_adopt_folders_skip_the_template_folder(tmp_path: Path) -> None:
+    vault = kepano_copy(tmp_path)
+    template = vault / "Templates" / "Meeting Template.md"
+    template.write_text(template.read_text() + "\n" + PROSE)
+    (vault / "Notes" / "Retro.md").write_text(RETRO)
+    before = snapshot(vault / "Templates")
+    cli("resync", str(vault), env=daemon_env(ACLARAI_ADOPT__FOLDERS='["Templates", "Notes"]'))
+    assert snapshot(vault / "Templates") == before
+    assert len(parse_note((vault / "Notes" / "Retro.md").read_text()).blocks) == 3
+
+
+def test_adopt_skips_dashboard(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "retro.md").write_text(RETRO)
+    assert main(["adopt", str(vault)]) == 0
+    cli("resync", str(vault))
+    dashboard = vault / "aclarai" / "Dashboard.md"
+    written = dashboard.read_bytes()
+    assert main(["adopt", str(vault)]) == 0
+    assert main(["adopt", str(dashboard)]) == 0
+    assert dashboard.read_bytes() == written
+    cli("resync", str(vault), env=daemon_env(ACLARAI_ADOPT__FOLDERS='["aclarai"]'))
+    assert "aclarai:id=" not in dashboard.read_text()
+
+
+def test_adopt_cli_on_a_note_of_every_construct(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = tmp_path / "every.md"
+    text = (
+        "\ufeff# Field notes\n\n"
+        "- \n- The pump failed at 3 am.\n-\n\n"
+        "$$\nQ = m c \\Delta T\n\nP = Q / t\n$$\n\n"
+        "%%\nA draft nobody sees.\n\nStill hidden.\n%%\n\n"
+        "The valve was replaced on Monday.\n"
+    )
+    note.write_text(text, encoding="utf-8")
+    assert main(["adopt", str(note), "--dry-run"]) == 0
+    assert "blocks marked   2 (would be)" in capsys.readouterr().out
+    assert main(["adopt", str(note)]) == 0
+    adopted = note.read_text(encoding="utf-8")
+    assert [b.text for b in parse_note(adopted).blocks] == [
+        "- The pump failed at 3 am.",
+        "The valve was replaced on Monday.",
+    ]
+    assert adopted.startswith("\ufeff# Field notes\n\n- \n- The pump failed at 3 am.\n")
+    assert "$$\nQ = m c \\Delta T\n\nP = Q / t\n$$" in adopted
+    assert "%%\nA draft nobody sees.\n\nStill hidden.\n%%" in adopted
+    assert main(["unadopt", str(note)]) == 0
+    assert note.read_text(encoding="utf-8") == text
+
+
+def scored(path: Path) -> list[bool]:
+    return [bool(b.scores) for b in parse_note(path.read_text()).blocks]
+
+
+def blocks_of(vault: Path, rel: str) -> list[tuple[str, str]]:
+    return [(b.id, b.text) for b in parse_note((vault / rel).read_text()).blocks]
+
+
+def insert_new_paragraph(path: Path) -> None:
+    text = path.read_text()
+    path.write_text(text.replace("\nErin moved", f"\n{NEW}\n\nErin moved"))
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_new_paragraph_between_adopted_is_own_block(tmp_path: Path, covered: bool) -> None:
+    vault = tmp_path / "vault"
+    (vault / "journal").mkdir(parents=True)
+    (vault / "journal" / "retro.md").write_text(RETRO)
+    env = daemon_env(ACLARAI_ADOPT__FOLDERS='["journal"]' if covered else "[]")
+    assert main(["adopt", str(vault)]) == 0
+    cli("resync", str(vault), env=env)
+    before = blocks_of(vault, "journal/retro.md")
+    insert_new_paragraph(vault / "journal" / "retro.md")
+    cli("resync", str(vault), env=env)
+    after = parse_note((vault / "journal" / "retro.md").read_text()).blocks
+    # The neighbours keep their text (never merged with the new paragraph) and their scores.
+    old = [(b.id, b.text) for b in after if b.text != NEW]
+    assert old == before
+    assert all(b.scores for b in after if b.text != NEW)
+    stored = {b.text for b in open_store().blocks_of_file("journal/retro.md")}
+    if covered:
+        (new,) = [b for b in after if b.text == NEW]
+        assert set(new.scores) == {
+            "entailed_score",
+            "coverage_score",
+            "decontextualization_score",
+        }
+        assert NEW in stored
+    else:
+        assert NEW not in [b.text for b in after]
+        assert NEW not in stored
+        assert NEW in (vault / "journal" / "retro.md").read_text()
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_emptied_block_lines_go(tmp_path: Path, covered: bool) -> None:
+    vault = tmp_path / "vault"
+    (vault / "journal").mkdir(parents=True)
+    note = vault / "journal" / "retro.md"
+    note.write_text(RETRO)
+    env = daemon_env(ACLARAI_ADOPT__FOLDERS='["journal"]' if covered else "[]")
+    assert main(["adopt", str(vault)]) == 0
+    cli("resync", str(vault), env=env)
+    gone = next(b for b in parse_note(note.read_text()).blocks if b.text.startswith("Erin"))
+    note.write_text(note.read_text().replace(ERIN, ""))
+    cli("resync", str(vault), env=env)
+    text = note.read_text()
+    assert gone.id not in text
+    assert not scan_note(text).note.problems
+    assert [b.text for b in parse_note(text).blocks] == [
+        "The release slipped by two days because the load test failed.",
+        "- Dana fixes the test.",
+    ]
+    assert gone.id not in {b.id for b in open_store().blocks_of_file("journal/retro.md")}
+    # Undone, the note is what its user left: no line of aclarai's remains.
+    assert main(["unadopt", str(vault)]) == 0
+    assert note.read_text() == RETRO.replace(ERIN, "")
+
+
+def test_new_and_emptied_paragraphs_through_the_daemon(
+    tmp_path: Path, start_daemon: Callable[..., DaemonProcess]
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "journal").mkdir(parents=True)
+    note = vault / "journal" / "retro.md"
+    note.write_text(RETRO)
+    other = vault / "other.md"
+    other.write_text(RETRO)
+    assert main(["adopt", str(vault)]) == 0
+    daemon = start_daemon(vault, ACLARAI_ADOPT__FOLDERS='["journal"]')
+    wait_until(lambda: all(scored(note)) and all(scored(other)), timeout_s=30)
+    # Outside adopt.folders: the new paragraph is no block, the deleted one's lines go all the same.
+    insert_new_paragraph(other)
+    gone = next(b for b in parse_note(other.read_text()).blocks if b.text.startswith("Erin"))
+    other.write_text(other.read_text().replace(ERIN, ""))
+    wait_until(lambda: gone.id not in other.read_text(), timeout_s=30)
+    assert NEW in other.read_text()
+    assert [b.text for b in parse_note(other.read_text()).blocks] == [
+        "The release slipped by two days because the load test failed.",
+        "- Dana fixes the test.",
+    ]
+    insert_new_paragraph(note)
+
+    def new_block_scored() -> bool:
+        return any(b.text == NEW and b.scores for b in parse_note(note.read_text()).blocks)
+
+    wait_until(new_block_scored, timeout_s=30)
+    erin = next(b for b in parse_note(note.read_text()).blocks if b.text.startswith("Erin"))
+    note.write_text(note.read_text().replace(ERIN, ""))
+    wait_until(lambda: erin.id not in note.read_text(), timeout_s=30)
+    texts = [b.text for b in parse_note(note.read_text()).blocks]
+    assert texts == [
+        "The release slipped by two days because the load test failed.",
+        NEW,
+        "- Dana fixes the test.",
+    ]
+    assert daemon.stop() == 0
+    assert "Traceback" not in daemon.log
+
+
+def test_unadopt_cli_dry_run_then_real_then_resync_forgets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = kepano_copy(tmp_path)
+    (vault / "Notes" / "Retro.md").write_text(RETRO)
+    before = snapshot(vault)
+    assert main(["adopt", str(vault)]) == 0
+    cli("resync", str(vault))
+    assert open_store().blocks_of_file("Notes/Retro.md")
+    capsys.readouterr()
+    scored = snapshot(vault)
+    assert main(["unadopt", str(vault), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "notes restored  " in out and "(would be)" in out
+    assert f"{vault / 'Notes' / 'Retro.md'}: 3 block(s)" in out
+    assert snapshot(vault) == scored
+    assert main(["unadopt", str(vault)]) == 0
+    # Every note is back, byte for byte.
+    assert snapshot(vault) == before
+    cli("resync", str(vault))
+    assert open_store().blocks_of_file("Notes/Retro.md") == []
+    assert open_store().counts().blocks == 0
+
+
+def test_unadopt_names_a_folder_resync_would_adopt_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "journal").mkdir(parents=True)
+    (vault / "journal" / "retro.md").write_text(RETRO)
+    assert main(["adopt", str(vault)]) == 0
+    monkeypatch.setenv("ACLARAI_ADOPT__FOLDERS", '["journal"]')
+    assert main(["unadopt", str(vault / "journal" / "retro.md")]) == 0
+    assert "journal is in adopt.folders" in capsys.readouterr().err
+    assert (vault / "journal" / "retro.md").read_text() == RETRO
+
+
+def test_unadopt_leaves_a_conversation_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = tmp_path / "standup.md"
+    text = "<!-- aclarai:title=Standup -->\n\nalice: Hi.\n<!-- aclarai:id=blk_a ver=1 -->\n^blk_a\n"
+    note.write_text(text)
+    assert main(["unadopt", str(note)]) == 1
+    assert "conversation note" in capsys.readouterr().err
+    assert note.read_text() == text
+
+
+def test_adopt_goes_on_when_the_template_setting_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / ".obsidian" / "templates.json").write_text('{"folder": "Templ')
+    (vault / "Templ").mkdir()
+    (vault / "Templ" / "a.md").write_text(PROSE)
+    assert main(["adopt", str(vault)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("templates.json: cannot read the template folder setting") == 1
+    assert len(err.strip().splitlines()) == 1
+    assert parse_note((vault / "Templ" / "a.md").read_text()).blocks
