@@ -57,17 +57,12 @@ LLM_ENDPOINTS_FILE = "llm-endpoints.json"
 
 def build_vault(config: Config, root: Path) -> Vault:
     # The dashboard note is ours, not the user's: never synced, graded or watched.
+    # A note in the inbox is a note like any other: the inbox never imports Markdown.
     dashboard = config.dashboard.path
-    inbox = config.import_.inbox
     return Vault(
         root,
         include=config.vault.include,
-        exclude=(
-            *config.vault.exclude,
-            *([glob.escape(dashboard)] if dashboard else []),
-            # Exports waiting in the inbox are not notes, even a .md transcript.
-            *([glob.escape(inbox.rstrip("/")) + "/**"] if inbox else []),
-        ),
+        exclude=(*config.vault.exclude, *([glob.escape(dashboard)] if dashboard else [])),
         max_file_bytes=int(config.vault.max_file_mb * 1024 * 1024),
     )
 

@@ -30,6 +30,8 @@ class ImportLimits:
     max_archive_bytes: int = 2048 * MB
     max_archive_members: int = 100_000
     max_compression_ratio: float = 200.0
+    max_note_bytes: int = 10 * MB
+    """The largest note written (``vault.max_file_mb``): a longer conversation is split."""
 
 
 def read_capped(path: Path, cap: int) -> bytes:

@@ -11,9 +11,10 @@ the whole zip before anything is inflated.
 Notes are written one at a time through :mod:`aclarai.daemon.vault.writer` (created with
 ``create_if_absent``, extended with ``write_if_unchanged``), so a crash leaves whole notes only.
 Imports are idempotent and additive: the notes of the import folder are recognised by the
-``source`` header (format and conversation key, see :mod:`aclarai.parsers.exports.render`),
+``source`` header (format, conversation key and part, see :mod:`aclarai.parsers.exports.render`),
 read by their header lines only; a conversation already there gets only its new messages
-appended, or nothing at all.
+appended, or nothing at all. A conversation whose note would be over ``vault.max_file_mb`` is
+written as parts under it (:mod:`aclarai.parsers.exports.parts`).
 
 Memory: a reader gets a whole file's bytes (capped by ``import.max_file_mb``) and returns its
 conversations, so the peak is about the largest file plus its parsed conversations (a few times
@@ -40,6 +41,7 @@ from aclarai.daemon.intake.export_files import (
     ZipFiles,
     read_capped,
 )
+from aclarai.daemon.progress import terminal_progress
 from aclarai.daemon.vault.writer import (
     create_if_absent,
     create_many,
@@ -55,6 +57,7 @@ from aclarai.parsers.exports import (
     reader_named,
     readers,
 )
+from aclarai.parsers.exports import parts as note_parts
 from aclarai.parsers.exports import render as tier1
 
 log = logging.getLogger(__name__)
@@ -70,6 +73,7 @@ def import_limits(config: Config) -> ImportLimits:
         int(settings.max_archive_mb * MB),
         settings.max_archive_members,
         settings.max_compression_ratio,
+        int(config.vault.max_file_mb * MB),
     )
 
 
@@ -141,7 +145,7 @@ def import_sources(
         if forced is None:
             raise AclaraiError(f"unknown format {format_name!r}; known: {_known()}")
     target = _import_folder(vault_root, folder)
-    notes = _NoteIndex(vault_root, target)
+    notes = _NoteIndex(vault_root, target, limits.max_note_bytes)
     report = ImportReport(dry_run=dry_run)
     for source in sources:
         report.sources += 1
@@ -240,21 +244,24 @@ def _read_bundle(
 
 
 class _NoteIndex:
-    """The import folder's notes by (format, conversation key), found from their headers.
+    """The import folder's notes by (format, conversation key, part), found from their headers.
 
-    New notes are created in batches (one ``sync()`` for many files, see
+    A conversation whose note would be over ``max_note_bytes`` is written as several parts (see
+    :mod:`aclarai.parsers.exports.parts`); a message already in one of its notes is never added
+    to another. New notes are created in batches (one ``sync()`` for many files, see
     :func:`~aclarai.daemon.vault.writer.create_many`); :meth:`flush` writes what is pending.
     """
 
     BATCH = 256
 
-    def __init__(self, vault_root: Path, folder: Path) -> None:
+    def __init__(self, vault_root: Path, folder: Path, max_note_bytes: int) -> None:
         self.vault_root = vault_root.resolve()
         self.folder = folder
-        self._by_key: dict[tuple[str, str], Path] | None = None
+        self.max_note_bytes = max_note_bytes
+        self._by_key: dict[tuple[str, str, int], Path] | None = None
         self._pending: dict[Path, tuple[str, bytes, int]] = {}
 
-    def _index(self) -> dict[tuple[str, str], Path]:
+    def _index(self) -> dict[tuple[str, str, int], Path]:
         if self._by_key is None:
             self._by_key = {}
             if self.folder.is_dir():
@@ -263,22 +270,54 @@ class _NoteIndex:
                         continue
                     ref = _read_source_ref(path)
                     if ref is not None:
-                        self._by_key.setdefault((ref.format, ref.key), path)
+                        self._by_key.setdefault((ref.format, ref.key, ref.part), path)
         return self._by_key
 
     def store(self, conversation: Conversation, report: ImportReport, *, dry_run: bool) -> None:
-        key = (conversation.format, tier1.conversation_key(conversation))
-        existing = self._index().get(key)
-        if existing is not None and existing in self._pending:
+        key = tier1.conversation_key(conversation)
+        parts = note_parts.split_parts(conversation, self.max_note_bytes)
+        index = self._index()
+        found = [index.get((conversation.format, key, part.number)) for part in parts]
+        if any(path in self._pending for path in found if path is not None):
             self.flush(report)
-        if existing is not None and existing.exists():
-            self._extend(existing, conversation, report, dry_run=dry_run)
-            return
-        text = tier1.render_note(conversation)
-        messages = sum(1 for message in conversation.messages if message.text.strip())
-        name = tier1.note_file_name(conversation)
-        path = self._free_name(name)
-        self._index()[key] = path
+        existing = [path if path is not None and path.exists() else None for path in found]
+        split = len(parts) > 1 or (conversation.format, key, 2) in index
+        held = _ids_by_note(existing) if split else {}
+        elsewhere = set().union(*held.values()) if held else set()
+        names = [_note_name(conversation, part.number, split) for part in parts]
+        paths = [path or self._free_name(name) for path, name in zip(existing, names, strict=True)]
+        for number, (part, path) in enumerate(zip(parts, paths, strict=True)):
+            skip = elsewhere - held.get(path, set())
+            blocks = [entry for entry in part.blocks if entry[1] not in skip]
+            if existing[number] is not None:
+                self._extend(path, blocks, len(part.blocks), report, dry_run=dry_run)
+                continue
+            if not blocks:
+                continue
+            index[(conversation.format, key, part.number)] = path
+            if not split:
+                text = tier1.render_note(conversation)
+            else:
+                text = note_parts.render_part(
+                    conversation,
+                    note_parts.Part(part.number, tuple(blocks)),
+                    previous=paths[number - 1].name if number else None,
+                    following=paths[number + 1].name if number + 1 < len(parts) else None,
+                )
+                if number and existing[number - 1] is not None and not dry_run:
+                    _link_next(paths[number - 1], path.name)
+            self._add(path, names[number], text, len(blocks), report, dry_run=dry_run)
+
+    def _add(
+        self,
+        path: Path,
+        name: str,
+        text: str,
+        messages: int,
+        report: ImportReport,
+        *,
+        dry_run: bool,
+    ) -> None:
         if dry_run:
             self._count(report, path, messages)
             return
@@ -325,11 +364,17 @@ class _NoteIndex:
                 continue
 
     def _extend(
-        self, path: Path, conversation: Conversation, report: ImportReport, *, dry_run: bool
+        self,
+        path: Path,
+        blocks: list[tier1.Entry],
+        count: int,
+        report: ImportReport,
+        *,
+        dry_run: bool,
     ) -> None:
         data = path.read_bytes()
         text = decode_note(data, path=str(path))
-        result = tier1.append_messages(text, conversation)
+        result = tier1.append_entries(text, blocks, count)
         if not result.block_ids:
             report.unchanged += 1
             return
@@ -339,6 +384,35 @@ class _NoteIndex:
         report.extended += 1
         report.messages += len(result.block_ids)
         report.notes.append(path.relative_to(self.vault_root).as_posix())
+
+
+def _note_name(conversation: Conversation, number: int, split: bool) -> str:
+    if split:
+        return note_parts.part_file_name(conversation, number)
+    return tier1.note_file_name(conversation)
+
+
+def _ids_by_note(paths: Sequence[Path | None]) -> dict[Path, set[str]]:
+    """The block ids written in each of a conversation's notes."""
+    held: dict[Path, set[str]] = {}
+    for path in paths:
+        if path is not None:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            held[path] = tier1.written_ids(text)
+    return held
+
+
+def _link_next(path: Path, name: str) -> None:
+    """Add the link to the part after it at the end of a part written before that part was."""
+    data = path.read_bytes()
+    text = decode_note(data, path=str(path))
+    link = note_parts.next_link(name)
+    if link in text:
+        return
+    newline = "\r\n" if "\r\n" in text else "\n"
+    ending = "" if text.endswith("\n") or not text else newline
+    new = f"{text}{ending}{newline}{link}{newline}"
+    write_if_unchanged(path, new.encode("utf-8"), expected_sha256=sha256_bytes(data))
 
 
 def _read_source_ref(path: Path) -> tier1.SourceRef | None:
@@ -358,18 +432,13 @@ def _read_source_ref(path: Path) -> tier1.SourceRef | None:
 
 
 def progress_display(label: str) -> Progress:
-    """A bar on a terminal (stderr); else one plain line per source when it is done."""
-    tty = sys.stderr.isatty()
+    """A bar per source on a terminal (stderr); else one plain line per source when it is done."""
+    bar = terminal_progress(label, unit="conversations")
+    if bar is not None:
+        return bar
 
     def show(done: int, total: int) -> None:
-        if tty and (done == total or done % max(total // 100, 1) == 0):
-            filled = 30 * done // max(total, 1)
-            bar = "#" * filled + "." * (30 - filled)
-            sys.stderr.write(f"\r{label} [{bar}] {done}/{total}")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-        elif not tty and done == total:
+        if done == total:
             print(f"{label}: {total} conversation(s)", file=sys.stderr)
 
     return show

@@ -7,6 +7,12 @@ a note; a name already there gets `` (2)``, `` (3)`` …); nothing is ever delet
 failed stays where it is with ``<name>.error.txt`` beside it saying why, and is tried again only
 once it changes (it is newer than its error file). ``aclarai resync`` drains the inbox before its
 pass; the daemon drains it on events in the folder, through :class:`InboxWatcher`.
+
+A Markdown note is never an export: a ``.md`` file and a folder holding one are left where they
+are, with no error file, and are synced and graded like every note of the vault. So are the
+other files Obsidian shows in a vault (canvases, bases, images, audio, video, PDFs), none of which
+is an export, in case ``import.inbox`` names a folder of the user's. An error file an earlier
+version left beside such a file is removed (it is ours, and says something false).
 """
 
 from __future__ import annotations
@@ -32,6 +38,14 @@ from aclarai.parsers.exports import render as tier1
 log = logging.getLogger(__name__)
 
 ERROR_SUFFIX = ".error.txt"
+VAULT_FILE_SUFFIXES = frozenset(
+    {
+        *(".md", ".canvas", ".base", ".pdf"),
+        *(".avif", ".bmp", ".gif", ".jpeg", ".jpg", ".png", ".svg", ".webp", ".heic"),
+        *(".flac", ".m4a", ".mp3", ".ogg", ".wav", ".webm", ".3gp", ".mkv", ".mov", ".mp4", ".ogv"),
+    }
+)
+"""The files Obsidian shows in a vault (notes and their attachments): never an export."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +73,15 @@ def inbox_for(config: Config, vault_root: Path) -> Inbox | None:
     )
 
 
-def drain_inbox(inbox: Inbox, *, quiet_s: float = 0.0) -> tuple[ImportReport, bool]:
+def drain_inbox(
+    inbox: Inbox, *, quiet_s: float = 0.0, dry_run: bool = False
+) -> tuple[ImportReport, bool]:
     """Import every quiet entry of the inbox; return the report and whether some were too fresh.
 
     Entries still changing (modified less than ``quiet_s`` ago) are left for a later drain.
+    With ``dry_run`` the report says what a drain would do, and nothing is written or moved.
     """
-    report = ImportReport()
+    report = ImportReport(dry_run=dry_run)
     waiting = False
     if not inbox.folder.is_dir():
         return report, waiting
@@ -72,15 +89,23 @@ def drain_inbox(inbox: Inbox, *, quiet_s: float = 0.0) -> tuple[ImportReport, bo
     for entry in sorted(inbox.folder.iterdir()):
         if entry.name.startswith(".") or entry.name.endswith(ERROR_SUFFIX) or entry.is_symlink():
             continue
+        error_file = entry.with_name(entry.name + ERROR_SUFFIX)
+        if is_vault_file(entry):
+            if error_file.exists() and not dry_run:
+                _remove(error_file)
+            continue
         changed = _last_change_s(entry)
         if time.time() - changed < quiet_s:
             waiting = True
             continue
-        error_file = entry.with_name(entry.name + ERROR_SUFFIX)
         if error_file.exists() and error_file.stat().st_mtime >= changed:
             continue
-        one = import_sources([entry], inbox.vault_root, inbox.notes_folder, limits=inbox.limits)
+        one = import_sources(
+            [entry], inbox.vault_root, inbox.notes_folder, limits=inbox.limits, dry_run=dry_run
+        )
         report.add(one)
+        if dry_run:
+            continue
         if one.errors:
             _write_error(error_file, one.errors)
             log.warning("inbox: %s not imported: %s", entry.name, one.errors[0])
@@ -97,6 +122,26 @@ def drain_inbox(inbox: Inbox, *, quiet_s: float = 0.0) -> tuple[ImportReport, bo
         )
     report.elapsed_s = time.monotonic() - started
     return report, waiting
+
+
+def is_vault_file(entry: Path) -> bool:
+    """Whether an inbox entry is the user's: a note or attachment, or a folder holding a note."""
+    if not entry.is_dir():
+        return entry.suffix.lower() in VAULT_FILE_SUFFIXES
+    for _folder, dirs, files in os.walk(entry):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if any(name.lower().endswith(".md") for name in files):
+            return True
+    return False
+
+
+def _remove(error_file: Path) -> None:
+    try:
+        error_file.unlink()
+    except OSError as exc:
+        log.warning("inbox: cannot remove %s: %s", error_file, exc)
+    else:
+        log.info("inbox: removed %s: its note is a note, not an export", error_file.name)
 
 
 def _last_change_s(entry: Path) -> float:

@@ -18,6 +18,7 @@ HEAD_BYTES = 64 * 1024
 cheap for a 100 MB one."""
 
 _KEY = re.compile(r'"([A-Za-z_]+)"\s*:')
+_IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif", ".bmp", ".svg")
 
 
 def fail(name: str, what: str) -> ParseError:
@@ -82,6 +83,24 @@ def from_iso(value: Any) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def placeholder(kind: str, file_name: str | None = None) -> str:
+    """What stands in a message for an image or a file it showed: ``[image]``, ``[file: a.pdf]``.
+
+    The name is kept to its base name on one line, without brackets, so the placeholder stays one
+    piece of plain text."""
+    if not file_name or not file_name.strip():
+        return f"[{kind}]"
+    clean = " ".join(base_name(file_name).replace("[", "(").replace("]", ")").split())
+    return f"[{kind}: {clean}]" if clean else f"[{kind}]"
+
+
+def is_image(file_name: str | None, mime_type: object = None) -> bool:
+    """Whether a file is an image, by its MIME type or else its name's extension."""
+    if isinstance(mime_type, str) and "/" in mime_type:
+        return mime_type.lower().startswith("image/")
+    return bool(file_name) and base_name(file_name or "").lower().endswith(_IMAGE_EXTENSIONS)
 
 
 def base_name(name: str) -> str:

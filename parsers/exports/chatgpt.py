@@ -1,18 +1,24 @@
 """ChatGPT's data export: ``conversations.json``.
 
-The file is a list of conversations (a single conversation object is accepted too). Each keeps
-its messages as a tree, ``mapping`` (node id → ``{message, parent, children}``): editing a prompt
+The file is a list of conversations, or a single conversation object as single-conversation
+exporters write it (found by its ``mapping`` object wherever it is in the file: a long first
+message may push the rest past what detection reads of a file's head). Each keeps its messages as
+a tree, ``mapping`` (node id → ``{message, parent, children}``): editing a prompt
 or regenerating an answer starts a branch. ``current_node`` is the leaf the user last saw, so the
 conversation is that leaf's chain of parents, read root first; the other branches are dropped.
 
 Kept: ``user`` and ``assistant`` messages addressed to everyone, with content type ``text`` or
-``multimodal_text`` (string parts only; images and files are dropped). Skipped: system and tool
-messages, messages hidden from the conversation (``metadata.is_visually_hidden_from_conversation``),
-assistant calls to tools (``recipient`` other than ``all``), and messages with no text left.
+``multimodal_text``: string parts as they are, an image part as ``[image]`` (``[image: NAME]``
+when the message's attachments name it), and an attached file no part shows as ``[file: NAME]``
+(``[image: NAME]`` for an image) before the text, so a message never loses what was shown.
+Skipped: system and tool messages, messages hidden from the conversation
+(``metadata.is_visually_hidden_from_conversation``), assistant calls to tools (``recipient``
+other than ``all``), and messages with no text left.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +28,17 @@ from aclarai.parsers.exports._common import (
     from_epoch,
     head,
     head_keys,
+    is_image,
     load_json,
+    placeholder,
 )
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
 
 # Tuples, not sets: a malformed export may put a list where a string belongs.
 _SPOKEN_ROLES = ("user", "assistant")
 _TEXT_TYPES = ("text", "multimodal_text")
+_MAPPING_KEY = b'"mapping"'
+_MAPPING_OBJECT = re.compile(rb'"mapping"\s*:\s*\{')
 
 
 class ChatGPTReader(ExportReader):
@@ -39,7 +49,9 @@ class ChatGPTReader(ExportReader):
 
     def detect(self, data: bytes, name: str) -> bool:
         text = head(data)
-        return text[:1] in ("[", "{") and {"mapping", "children"} <= head_keys(text)
+        if text[:1] == "{":
+            return _has_mapping_object(data)
+        return text[:1] == "[" and {"mapping", "children"} <= head_keys(text)
 
     def parse(self, data: bytes, name: str) -> list[Conversation]:
         document = load_json(data, name)
@@ -51,6 +63,17 @@ class ChatGPTReader(ExportReader):
             if conversation.messages:
                 conversations.append(conversation)
         return conversations
+
+
+def _has_mapping_object(data: bytes) -> bool:
+    """Whether a ``"mapping": {`` key is anywhere in the file, outside a string."""
+    start = data.find(_MAPPING_KEY)
+    while start >= 0:
+        # Inside a JSON string the quotes would be escaped.
+        if data[start - 1 : start] != b"\\" and _MAPPING_OBJECT.match(data, start):
+            return True
+        start = data.find(_MAPPING_KEY, start + 1)
+    return False
 
 
 def _conversation(item: Any, name: str, index: int) -> Conversation:
@@ -111,6 +134,31 @@ def _newest_leaf(mapping: Mapping[str, Any], name: str, where: str) -> str | Non
     raise fail(name, f"{where}: the mapping's child links form a cycle")
 
 
+def _pieces(parts: list[Any], attachments: list[Any]) -> list[str]:
+    """A placeholder for each attached file no part shows (the app shows them above the
+    message), then the text of each part and a placeholder for each image part."""
+    files = {
+        str(item.get("id")): item
+        for item in attachments
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    }
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            if part.strip():
+                pieces.append(part.strip())
+        elif isinstance(part, dict) and part.get("content_type") == "image_asset_pointer":
+            pointer = str(part.get("asset_pointer") or "")
+            shown = next((key for key in files if key and pointer.endswith(key)), None)
+            item = files.pop(shown) if shown is not None else None
+            pieces.append(placeholder("image", item["name"] if item else None))
+    others = [
+        placeholder("image" if is_image(name, item.get("mime_type")) else "file", name)
+        for name, item in ((item["name"], item) for item in files.values())
+    ]
+    return [*others, *pieces]
+
+
 def _message(node_id: str, node: dict[str, Any], name: str, where: str) -> Message | None:
     message = node.get("message")
     if message is None:
@@ -131,10 +179,11 @@ def _message(node_id: str, node: dict[str, Any], name: str, where: str) -> Messa
     parts = content.get("parts")
     if not isinstance(parts, list):
         return None
-    if len(parts) == 1 and isinstance(parts[0], str):
+    attachments = metadata.get("attachments") if isinstance(metadata, dict) else None
+    if len(parts) == 1 and isinstance(parts[0], str) and not attachments:
         text = parts[0].strip()  # nearly every message: skip the generator
     else:
-        text = "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+        text = "\n".join(_pieces(parts, attachments if isinstance(attachments, list) else []))
     if not text:
         return None
     return Message(

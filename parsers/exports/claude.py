@@ -4,14 +4,25 @@ A list of conversations, each ``{uuid, name, created_at, chat_messages}``; a mes
 ``{uuid, sender, text, content, created_at}`` with ``sender`` ``human`` or ``assistant``. Newer
 exports split a message into ``content`` items; their ``text`` items are the message (tool use,
 tool results and thinking are dropped), and the flat ``text`` is the fallback for older ones.
-``human`` is written ``user``, as in the ChatGPT reader, so both assistants read alike.
+``human`` is written ``user``, as in the ChatGPT reader, so both assistants read alike. What a
+message showed besides text keeps its place: each of its ``attachments`` (text files) and
+``files`` (images, PDFs) is a ``[file: NAME]`` or ``[image: NAME]`` line before the text, and an
+``image`` content item an ``[image]`` line where it stood.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aclarai.parsers.exports._common import expect, from_iso, head, head_keys, load_json
+from aclarai.parsers.exports._common import (
+    expect,
+    from_iso,
+    head,
+    head_keys,
+    is_image,
+    load_json,
+    placeholder,
+)
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
 
 _SPEAKERS = {"human": "user", "assistant": "assistant"}
@@ -64,17 +75,14 @@ def _message(raw: dict[str, Any]) -> Message | None:
         return None
     content = raw.get("content")
     if isinstance(content, list) and content:
-        pieces = [
-            item["text"].strip()
-            for item in content
-            if isinstance(item, dict)
-            and item.get("type") == "text"
-            and isinstance(item.get("text"), str)
-        ]
+        pieces = [_content_piece(item) for item in content if isinstance(item, dict)]
         text = "\n\n".join(piece for piece in pieces if piece)
     else:
         flat = raw.get("text")
         text = flat.strip() if isinstance(flat, str) else ""
+    shown = _file_placeholders(raw)
+    if shown:
+        text = "\n".join([*shown, text]).strip()
     if not text:
         return None
     uuid = raw.get("uuid")
@@ -84,3 +92,22 @@ def _message(raw: dict[str, Any]) -> Message | None:
         created_at=from_iso(raw.get("created_at")),
         id=str(uuid) if uuid is not None else None,
     )
+
+
+def _content_piece(item: dict[str, Any]) -> str:
+    if item.get("type") == "text" and isinstance(item.get("text"), str):
+        return str(item["text"]).strip()
+    return placeholder("image") if item.get("type") == "image" else ""
+
+
+def _file_placeholders(raw: dict[str, Any]) -> list[str]:
+    shown = []
+    for key in ("attachments", "files"):
+        items = raw.get(key)
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict):
+                name = item.get("file_name")
+                name = name if isinstance(name, str) else None
+                kind = "image" if is_image(name, item.get("file_type")) else "file"
+                shown.append(placeholder(kind, name))
+    return shown

@@ -3,7 +3,8 @@
 ``{guild: {id, name}, channel: {id, name, category}, messages: [...]}``; a message is
 ``{id, type, timestamp, content, author: {id, name, nickname}, mentions: [...]}``. Only ``Default``
 and ``Reply`` messages are people talking; joins, pins, calls, thread and name changes are
-skipped, and so is a message without text (an attachment alone). The author is shown by their
+skipped. Each attachment is a line after the text (``[image: NAME]`` for an image, else
+``[file: NAME]``), so a message of an attachment alone is kept too. The author is shown by their
 nickname in the guild when they have one, else by their user name. User mentions ``<@123>`` left
 raw in the content are written ``@name`` from the message's ``mentions``.
 """
@@ -13,7 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aclarai.parsers.exports._common import expect, from_iso, head, head_keys, load_json
+from aclarai.parsers.exports._common import (
+    expect,
+    from_iso,
+    head,
+    head_keys,
+    is_image,
+    load_json,
+    placeholder,
+)
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
 
 _SPOKEN_TYPES = ("Default", "Reply")
@@ -62,6 +71,9 @@ def _message(raw: dict[str, Any]) -> Message | None:
     content = raw.get("content")
     if raw.get("type", "Default") not in _SPOKEN_TYPES or not isinstance(content, str):
         return None
+    attachments = raw.get("attachments")
+    if isinstance(attachments, list) and attachments:
+        content = "\n".join([content.strip(), *map(_attachment, attachments)])
     content = content.strip()
     if not content:
         return None
@@ -82,6 +94,12 @@ def _message(raw: dict[str, Any]) -> Message | None:
         created_at=from_iso(raw.get("timestamp")),
         id=str(message_id) if message_id is not None else None,
     )
+
+
+def _attachment(item: Any) -> str:
+    name = item.get("fileName") if isinstance(item, dict) else None
+    name = name if isinstance(name, str) else None
+    return placeholder("image" if is_image(name) else "file", name)
 
 
 def _display(user: dict[str, Any]) -> str:

@@ -15,7 +15,8 @@ speaker are a preamble and are dropped.
 
 Detection is deliberately strict, because a Markdown note has ``Word: text`` lines too: no
 headings, fences, tables or front matter; at least 60% of the non-blank lines are speaker lines;
-and speakers take turns (fewer distinct speakers than speaker lines).
+and speakers take turns: someone speaks twice, or the file is one exchange (two speaker lines,
+``alice: hi`` and ``bob: hello``), the shortest conversation there is.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class PlainTextReader(ExportReader):
         return (
             len(speakers) >= 2
             and len(speakers) * 10 >= len(lines) * 6
-            and len(set(speakers)) < len(speakers)
+            and (len(set(speakers)) < len(speakers) or len(speakers) == 2)
         )
 
     def parse(self, data: bytes, name: str) -> list[Conversation]:

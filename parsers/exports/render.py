@@ -22,7 +22,10 @@ that start with the same message at the same time are taken for one.
 Message text that would change how the note parses is neutralised, visibly but harmlessly in
 Markdown: ``<!-- aclarai:`` becomes ``<\\!-- aclarai:`` and a line that reads as an ``^anchor``
 gets a backslash before the caret (both render as typed); a code fence the message leaves open
-is closed after it, so the id comment that follows is never inside code.
+is closed after it, so the id comment that follows is never inside code. Outside code, what
+Obsidian would hide, or let run past the message over the rest of the note, is escaped to show
+as typed: every ``<!--`` (``<\\!--``), every ``%%`` (``%\\%``, a comment), and the ``$$`` of a
+message that leaves a math block open or runs three ``$`` together (``$\\$``).
 
 Every function here is pure.
 """
@@ -43,15 +46,24 @@ from markdown_it import MarkdownIt
 from aclarai.parsers.blocks import NoteLayout, parse_note, scan_note
 from aclarai.parsers.errors import ParseError
 from aclarai.parsers.exports.base import Conversation, Message
-from aclarai.parsers.grammar import escape_comment_openers, format_id_comment, scan_line
+from aclarai.parsers.grammar import (
+    CommentKind,
+    escape_comment_openers,
+    format_id_comment,
+    scan_line,
+)
 from aclarai.parsers.timestamps import format_utc
 
 BLOCK_PREFIX = "blk-"
-_HAZARD = re.compile(r"\r|<!--|\^|```|~~~")
+_HAZARD = re.compile(r"\r|<!--|\^|```|~~~|%%|\$\$")
 _ID_CHARS = 16
 _ANCHOR_LIKE = re.compile(r"(\s*)(\^[A-Za-z0-9_-]+\s*)")
 _FENCE_START = re.compile(r" {0,3}(?:```|~~~)")
 _FENCE_RUN = re.compile(r"(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"((?<!`)`+(?!`)).*?(?<!`)\1(?!`)")
+_PERCENTS = re.compile(r"%(?=%)")
+_DOLLARS = re.compile(r"\$(?=\$)")
+_MAYBE_CODE = re.compile(r" {0,3}(?:```|~~~)| {4}|\t")
 _UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|#^\[\]]+')
 _RESERVED_STEMS = frozenset(
     {"con", "prn", "aux", "nul"}
@@ -70,6 +82,8 @@ class SourceRef:
     format: str
     key: str
     """The conversation key (see the module docstring)."""
+    part: int = 1
+    """Which note of a conversation split into several (see :mod:`.parts`); 1 when not split."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,26 +133,40 @@ def _block_id(conversation_key: str, message_key: str) -> str:
     return BLOCK_PREFIX + digest[:_ID_CHARS]
 
 
+Entry = tuple[Message, str]
+"""A message with text and its block id."""
+
+
+def entries(conversation: Conversation) -> list[Entry]:
+    """The messages that become blocks, with their block ids, in order."""
+    ids = block_ids(conversation)
+    return [(m, i) for m, i in zip(conversation.messages, ids, strict=True) if i is not None]
+
+
 def render_note(conversation: Conversation) -> str:
     """The whole Tier 1 note of a conversation, LF line endings, one final newline."""
-    ids = block_ids(conversation)
-    lines = [*_header(conversation, sum(1 for i in ids if i is not None)), ""]
-    for message, block_id in zip(conversation.messages, ids, strict=True):
-        if block_id is not None:
-            lines += [*_block_lines(message, block_id), ""]
+    blocks = entries(conversation)
+    lines = [*header_lines(conversation, len(blocks)), ""]
+    for message, block_id in blocks:
+        lines += [*block_lines(message, block_id), ""]
     return "\n".join(lines)
 
 
-def _header(conversation: Conversation, count: int) -> list[str]:
-    source: dict[str, str | None] = {
+def header_lines(conversation: Conversation, count: int, part: int | None = None) -> list[str]:
+    """The metadata comments of a conversation's note (of its ``part``-th note when split)."""
+    source: dict[str, str | int | None] = {
         "format": conversation.format,
         "file": conversation.source_name,
         "id": conversation.id,
     }
     if not conversation.id:
         source["hash"] = conversation_key(conversation)
+    if part is not None:
+        source["part"] = part
     created = _iso(conversation.created_at or _first_time(conversation.messages))
     title = " ".join(conversation.title.split()) or "Untitled conversation"
+    if part is not None:
+        title = f"{title} (part {part})"
     lines = [_meta("title", _text_value(title))]
     if created is not None:
         lines.append(_meta("created_at", created))
@@ -209,7 +237,7 @@ def block_text(message: Message) -> str:
         lines.pop()
     while lines and not lines[0].strip():
         lines.pop(0)
-    lines = [_neutralise(line) for line in lines]
+    lines = _inert_outside_code([_neutralise(line) for line in lines])
     if _FENCE_START.match(lines[0]):
         # A fence after "speaker: " would be plain text and its closing line would open one.
         lines.insert(0, f"{_speaker(message.speaker)}:")
@@ -224,6 +252,44 @@ def _neutralise(line: str) -> str:
     if anchor is not None:
         return f"{anchor.group(1)}\\{anchor.group(2)}"
     return line
+
+
+def _inert_outside_code(lines: list[str]) -> list[str]:
+    """The lines with Obsidian's hiding syntax escaped wherever it is not code (see above)."""
+    if not any(mark in line for line in lines for mark in ("<!--", "%%", "$$")):
+        return lines
+    # Code as rendered: the first line follows "speaker: " unless it opens a fence.
+    probe = lines if _FENCE_START.match(lines[0]) else [f"x: {lines[0]}", *lines[1:]]
+    code = _code_lines(probe)
+    text = "\n".join(line for i, line in enumerate(lines) if i not in code)
+    math_open = text.count("$$") % 2 == 1 or "$$$" in text
+    return [line if i in code else _inert(line, math_open) for i, line in enumerate(lines)]
+
+
+def _inert(line: str, math_open: bool) -> str:
+    out: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(line):
+        out += [_escape_hiding(line[last : span.start()], math_open), span.group()]
+        last = span.end()
+    out.append(_escape_hiding(line[last:], math_open))
+    return "".join(out)
+
+
+def _escape_hiding(text: str, math_open: bool) -> str:
+    text = _PERCENTS.sub(r"%\\", text.replace("<!--", "<\\!--"))
+    return _DOLLARS.sub(r"$\\", text) if math_open else text
+
+
+def _code_lines(lines: list[str]) -> set[int]:
+    """Indexes of the lines inside fenced or indented code."""
+    if not any(_MAYBE_CODE.match(line) for line in lines):
+        return set()
+    code: set[int] = set()
+    for token in _markdown().parse("\n".join(lines)):
+        if token.type in ("fence", "code_block") and token.map:
+            code.update(range(*token.map))
+    return code
 
 
 def _close_fences(lines: list[str]) -> list[str]:
@@ -263,7 +329,8 @@ def _markdown() -> MarkdownIt:
     return MarkdownIt("commonmark").disable("inline")
 
 
-def _block_lines(message: Message, block_id: str) -> list[str]:
+def block_lines(message: Message, block_id: str) -> list[str]:
+    """A block's lines: its text, its id comment and its ``^anchor``."""
     return [block_text(message), format_id_comment(block_id, 1), f"^{block_id}"]
 
 
@@ -277,7 +344,8 @@ def source_of(metadata: dict[str, object] | object) -> SourceRef | None:
     fmt, key = source.get("format"), source.get("id") or source.get("hash")
     if not isinstance(fmt, str) or not isinstance(key, str):
         return None
-    return SourceRef(fmt, key)
+    part = source.get("part", 1)
+    return SourceRef(fmt, key, part if isinstance(part, int) and part >= 1 else 1)
 
 
 def header_source(header: str) -> SourceRef | None:
@@ -290,7 +358,7 @@ def append_messages(text: str, conversation: Conversation) -> Appended:
 
     Identity is the block id: a message whose block id is anywhere in the note (even moved or
     edited by the user) is never added again; when every id of the conversation is written
-    somewhere in the note as ``aclarai:id=ID``, the note is taken as complete without parsing.
+    somewhere in the note in an id comment, the note is taken as complete without parsing.
     Every existing byte is kept, in order: the new blocks are inserted right after the last
     block's comment zone, so text the user wrote below the last block stays below it, on its
     own, and is never taken into a new block. They use the note's own line ending (CRLF when
@@ -305,26 +373,28 @@ def append_messages(text: str, conversation: Conversation) -> Appended:
         ParseError: the new blocks would not read back as blocks (a note with no block left
             whose end is open code or the user's text); nothing is added.
     """
-    ids = block_ids(conversation)
-    if all(f"aclarai:id={block_id} " in text for block_id in ids if block_id is not None):
+    blocks = entries(conversation)
+    return append_entries(text, blocks, len(blocks))
+
+
+def append_entries(text: str, blocks: list[Entry], count: int) -> Appended:
+    """:func:`append_messages` for given blocks; ``count`` is the note's new ``message_count``."""
+    written = written_ids(text)
+    if all(block_id in written for _, block_id in blocks):
         # Re-importing an unchanged export is the common case: no parse needed.
         return Appended(text, ())
     layout = scan_note(text)
     present = {marker.block_id for marker in layout.markers}
-    new = [
-        (message, block_id)
-        for message, block_id in zip(conversation.messages, ids, strict=True)
-        if block_id is not None and block_id not in present
-    ]
+    new = [(message, block_id) for message, block_id in blocks if block_id not in present]
     if not new:
         return Appended(text, ())
     newline = "\r\n" if layout.lines[0].endswith("\r") else "\n"
     head, rest = _split_after_last_zone(text, layout)
-    head = _with_count(head, layout.lines, sum(1 for i in ids if i is not None))
+    head = _with_count(head, layout.lines, count)
     if not head.endswith("\n"):
         head += newline
     chunk = "".join(
-        newline + newline.join(_block_lines(message, block_id)) + newline
+        newline + newline.join(block_lines(message, block_id)) + newline
         for message, block_id in new
     )
     if rest.strip(" \t\r\n") and not rest.startswith(("\n", "\r\n")):
@@ -339,6 +409,17 @@ def append_messages(text: str, conversation: Conversation) -> Appended:
                 block_id=block_id,
             )
     return Appended(result, tuple(block_id for _, block_id in new))
+
+
+def written_ids(text: str) -> set[str]:
+    """Every block id written in a note's id comments, in one pass (code included)."""
+    ids: set[str] = set()
+    for line in text.split("\n"):
+        if "aclarai:id=" in line:
+            for comment in scan_line(line).comments:
+                if comment.kind is CommentKind.ID:
+                    ids.add(str(comment.value))
+    return ids
 
 
 def _split_after_last_zone(text: str, layout: NoteLayout) -> tuple[str, str]:

@@ -12,7 +12,9 @@ the message's own ``user_profile``), ``<#C123|general>`` ``#general``, ``<url|la
 ``label (url)``, ``<url>`` the url, ``<!here>`` ``@here``; ``&amp;``, ``&lt;`` and ``&gt;`` are
 unescaped. An edited message's ``text`` already is its edited text. Thread replies follow their
 parent (when the parent is in the same day file), each thread in time order. Joins, leaves,
-topic changes and other notices, bot and app messages and messages without text are skipped.
+topic changes and other notices, bot and app messages and messages with neither text nor files
+are skipped. Each file a message shares is a line after its text, ``[image: NAME]`` for an image
+and ``[file: NAME]`` for any other.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from aclarai.parsers.exports._common import (
     fail,
     head,
     head_keys,
+    is_image,
     load_json,
+    placeholder,
     stem,
 )
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
@@ -189,18 +193,23 @@ class _Workspace:
 
     def _message(self, raw: dict[str, Any], ts: str, key: tuple[int, int]) -> Message | None:
         text = raw.get("text")
+        files = raw.get("files")
         if (
             raw.get("type", "message") != "message"
             or raw.get("subtype") not in _SPOKEN_SUBTYPES
             or raw.get("bot_id")
             or not isinstance(text, str)
-            or not text.strip()
+            or not (text.strip() or files)
         ):
             return None
         if "<" in text:
             text = _MARKUP.sub(self._markup, text)
         if "&" in text:
             text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+        if isinstance(files, list):
+            text = "\n".join([text.strip(), *map(_file_placeholder, files)]).strip()
+        if not text:
+            return None
         return Message(
             speaker=self._speaker(raw),
             text=text.strip(),
@@ -234,6 +243,14 @@ class _Workspace:
         if not label or label in (target, target.removeprefix("mailto:")):
             return label or target
         return f"{label} ({target})"
+
+
+def _file_placeholder(item: Any) -> str:
+    if not isinstance(item, dict):
+        return placeholder("file")
+    name = item.get("name") or item.get("title")
+    name = name if isinstance(name, str) else None
+    return placeholder("image" if is_image(name, item.get("mimetype")) else "file", name)
 
 
 def _ts_key(ts: Any, name: str, index: int) -> tuple[int, int]:

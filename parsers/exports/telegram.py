@@ -3,9 +3,10 @@
 Either one chat, ``{name, type, id, messages}``, or a whole account, whose chats are under
 ``chats.list``. A message's ``text`` is a string or a list of strings and entity objects
 (``{"type": "link", "text": …}``, bold, mentions …): their texts joined are the message.
-Service messages (joins, pins, calls) and messages without text (a photo with no caption) are
-skipped. The time is ``date_unixtime`` when present (exact, UTC), else ``date``, which Telegram
-writes in local time without a zone and is therefore read as UTC.
+Service messages (joins, pins, calls) are skipped. A photo or file is a line before the caption,
+``[image: NAME]`` or ``[file: NAME]`` (``[image]`` when the export left the file out), so a
+photo with no caption is kept. The time is ``date_unixtime`` when present (exact, UTC), else
+``date``, which Telegram writes in local time without a zone and is therefore read as UTC.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from aclarai.parsers.exports._common import (
+    base_name,
     expect,
     from_epoch,
     from_iso,
     head,
     head_keys,
+    is_image,
     load_json,
+    placeholder,
 )
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
 
@@ -68,7 +72,7 @@ def _chat(chat: dict[str, Any], name: str, index: int) -> Conversation | None:
         expect(raw, dict, name, f"chat {index + 1}, message {position + 1}")
         if raw.get("type", "message") != "message":
             continue
-        text = _text(raw.get("text")).strip()
+        text = "\n".join(filter(None, [_media(raw), _text(raw.get("text")).strip()]))
         if not text:
             continue
         message_id = raw.get("id")
@@ -93,6 +97,23 @@ def _chat(chat: dict[str, Any], name: str, index: int) -> Conversation | None:
         id=str(chat_id) if chat_id is not None else None,
         created_at=messages[0].created_at,
     )
+
+
+def _media(raw: dict[str, Any]) -> str | None:
+    if "photo" in raw:
+        return placeholder("image", _file_name(raw.get("photo")))
+    if "file" not in raw:
+        return None
+    name = raw.get("file_name")
+    name = name if isinstance(name, str) else _file_name(raw.get("file"))
+    return placeholder("image" if is_image(name, raw.get("mime_type")) else "file", name)
+
+
+def _file_name(path: Any) -> str | None:
+    # "(File not included. Change data exporting settings to download.)" names no file.
+    if not isinstance(path, str) or path.startswith("("):
+        return None
+    return base_name(path)
 
 
 def _text(value: Any) -> str:

@@ -10,11 +10,15 @@ month-first is decided for the whole file: a first component over 12 makes it da
 one over 12 month-first; with neither, files with AM/PM times are read month-first (en_US) and
 24-hour ones day-first (most other locales). A four-digit first component is a year (ISO dates).
 
-Skipped: lines without ``Name:`` (joins, subject changes), the encryption notice, media
-placeholders (``<Media omitted>``, ``image omitted`` …), deleted messages, and on iOS every text
-that starts with a U+200E mark, which is how iOS flags machine-written text. U+200E marks are
-removed from what is kept, and Android's ``<This message was edited>`` suffix too. Times carry
-no zone and are read as UTC. The title comes from the file name (``WhatsApp Chat with X.txt``).
+Media keep their place as a placeholder line, with any caption after it: ``image omitted`` (or
+``Bild weggelassen``) is ``[image]``, ``<attached: NAME>`` and ``NAME (file attached)`` are
+``[image: NAME]`` or ``[file: NAME]``, ``<Media omitted>`` is ``[media]``, and ``video``,
+``audio``, ``sticker``, ``GIF``, ``document`` and ``contact card`` likewise. Skipped: lines without
+``Name:`` (joins, subject changes), the encryption notice, deleted messages, and on iOS every
+other text that starts with a U+200E mark, which is how iOS flags machine-written text. U+200E
+marks are removed from what is kept, and Android's ``<This message was edited>`` suffix too.
+Times carry no zone and are read as UTC. The title comes from the file name
+(``WhatsApp Chat with X.txt``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from aclarai.parsers.exports._common import base_name, decode, fail, head, stem
+from aclarai.parsers.exports._common import (
+    base_name,
+    decode,
+    fail,
+    head,
+    is_image,
+    placeholder,
+    stem,
+)
 from aclarai.parsers.exports.base import Conversation, ExportReader, Message
 
 _DATE = r"(?P<a>\d{1,4})[./-](?P<b>\d{1,2})[./-](?P<c>\d{1,4}),?\s+"
@@ -34,17 +46,18 @@ _ANDROID = re.compile(
     _DATE + _CLOCK + r"(?:[:.](?P<second>\d{2}))?" + _AMPM + r"\s[-–]\s(?P<rest>.*)", re.S
 )
 _LRM = "\u200e"
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = re.compile(r"this message was deleted|you deleted this message|null", re.I)
+# Every placeholder ends in one of these; checking the ending first keeps the regexes off the
+# ordinary messages.
+_PLACEHOLDER_ENDS = ("deleted", "message", "null")
+_MEDIA = re.compile(
     r"<?(?:media omitted|medien ausgeschlossen|medien weggelassen)>?"
-    r"|<attached: [^>]*>"
-    r"|(?:[^\n]* )?(?:image|video|audio|sticker|gif|document|contact card|media) omitted"
-    r"|(?:bild|video|audio|sticker|gif|dokument) weggelassen"
-    r"|this message was deleted|you deleted this message|null",
+    r"|<attached: (?P<attached>[^>]*)>|(?P<file>.+?) \(file attached\)"
+    r"|(?:[^\n]* )?(?P<kind>image|video|audio|sticker|gif|document|contact card|bild|dokument)"
+    r" (?:omitted|weggelassen)",
     re.I,
 )
-# Every placeholder above ends in one of these; checking the ending first keeps the regex off
-# the ordinary messages.
-_PLACEHOLDER_ENDS = (">", "omitted", "weggelassen", "deleted", "message", "null")
+_MEDIA_KINDS = {"bild": "image", "dokument": "file", "document": "file", "contact card": "contact"}
 _NOTICES = (
     "messages and calls are end-to-end encrypted",
     "messages to this chat are now secured",
@@ -112,11 +125,15 @@ class WhatsAppReader(ExportReader):
         order = _date_order(records)
         messages = []
         for record in records:
-            if record.speaker is None or record.lines[0].startswith(_LRM):
+            if record.speaker is None:
                 continue
             body = "\n".join(record.lines).replace(_LRM, "").strip()
             body = body.removesuffix(_EDITED).strip()
-            if not body or _is_placeholder(body):
+            first, _, caption = body.partition("\n")
+            shown = _media(first)
+            if shown is not None:
+                body = "\n".join(filter(None, [shown, caption.strip()]))
+            elif record.lines[0].startswith(_LRM) or not body or _is_placeholder(body):
                 continue
             messages.append(
                 Message(
@@ -153,6 +170,20 @@ def _speaker(rest: str) -> tuple[str | None, str]:
     if not colon or not name or len(name) > _MAX_NAME or '"' in name or "“" in name:
         return None, rest
     return name, body
+
+
+def _media(line: str) -> str | None:
+    """The placeholder for a line that stands for a photo or another file, else None."""
+    if not line.lower().endswith((">", "omitted", "weggelassen", "(file attached)")):
+        return None
+    match = _MEDIA.fullmatch(line)
+    if match is None:
+        return None
+    name = match.group("attached") or match.group("file")
+    if name:
+        return placeholder("image" if is_image(name) else "file", name)
+    kind = (match.group("kind") or "media").lower()
+    return placeholder(_MEDIA_KINDS.get(kind, kind))
 
 
 def _is_placeholder(body: str) -> bool:

@@ -35,7 +35,7 @@ def test_branched_conversation_keeps_only_the_branch_the_user_saw() -> None:
             "Pack layers: a light rain jacket, a sweater and comfortable shoes for the hills.",
             "a-0001",
         ),
-        ("user", "Is this jacket warm enough?", "u-0003"),
+        ("user", "[image]\nIs this jacket warm enough?", "u-0003"),
         (
             "assistant",
             "Yes. Lisbon in March averages 11 to 19 °C,\nso that jacket over a sweater is enough.",

@@ -19,7 +19,7 @@ def test_sample_reads_text_items_and_flat_text() -> None:
         "claude",
     )
     assert regex.created_at == datetime(2024, 6, 3, 9, 14, 0, 123456, tzinfo=UTC)
-    # Tool use and its result are not said by anyone; the attachment-only message has no text.
+    # Tool use and its result are not said by anyone; the attachment-only message shows its file.
     assert [(m.speaker, m.text, m.id) for m in regex.messages] == [
         (
             "user",
@@ -32,6 +32,7 @@ def test_sample_reads_text_items_and_flat_text() -> None:
             "matches it.",
             "b1e8c0a2-1111-4a1a-9a1a-000000000002",
         ),
+        ("user", "[file: dates.csv]", "b1e8c0a2-1111-4a1a-9a1a-000000000003"),
         ("user", "Thanks, that works.", "b1e8c0a2-1111-4a1a-9a1a-000000000004"),
     ]
     assert regex.messages[1].created_at == datetime(2024, 6, 3, 9, 14, 9, 500000, tzinfo=UTC)

@@ -70,7 +70,6 @@ def test_no_speaker_lines_is_a_parse_error() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "alice: hi\nbob: hello\n",  # two lines, nobody speaks twice: too little to be sure
         "# Log\n\nalice: hi\nbob: hello\nalice: bye\n",  # a heading makes it Markdown
         "Name: Alice\nRole: admin\nTeam: core\nSince: 2020\n",  # keys, not turns
         "alice: hi\nsome prose\nmore prose\nand more\nalice: bye\n",  # mostly not turns

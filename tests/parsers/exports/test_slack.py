@@ -34,8 +34,8 @@ def test_bundle_is_one_conversation_per_channel_per_day() -> None:
 
 def test_general_day_resolves_names_mentions_links_and_threads() -> None:
     general = SlackReader().parse_bundle(_bundle())[1]
-    # Bob's reply follows Alice's thread parent although Cara spoke in between; the join, the
-    # bot's deploy notice and the screenshot without text are gone.
+    # Bob's reply follows Alice's thread parent although Cara spoke in between; the join and the
+    # bot's deploy notice are gone; the screenshot without text shows as its placeholder.
     assert [(m.speaker, m.text, m.id) for m in general.messages] == [
         (
             "Alice Ng",
@@ -49,6 +49,7 @@ def test_general_day_resolves_names_mentions_links_and_threads() -> None:
         ),
         ("cara", "Standup moved to 10:30 & it's in #engineering today", "1717405320.000300"),
         ("Alice Ng", "Updated the doc, thanks @bob!", "1717405500.000600"),
+        ("bob", "[image: screenshot.png]", "1717405620.000700"),
     ]
     assert general.messages[0].created_at == datetime(2024, 6, 3, 9, 1, 0, 200, tzinfo=UTC)
     assert general.created_at == general.messages[0].created_at
@@ -87,7 +88,8 @@ def test_single_day_file_uses_inline_profiles_and_the_folder_name() -> None:
     [day] = SlackReader().parse(data, "general/2024-06-03.json")
     assert (day.title, day.id) == ("#general 2024-06-03", "slack:general:2024-06-03")
     # Without users.json only Alice's messages carry a profile; the others keep their ids.
-    assert [m.speaker for m in day.messages] == ["Alice Ng", "U02BOB", "U03CARA", "Alice Ng"]
+    speakers = ["Alice Ng", "U02BOB", "U03CARA", "Alice Ng", "U02BOB"]
+    assert [m.speaker for m in day.messages] == speakers
     assert day.messages[0].text.startswith("Morning! @U02BOB can you review the plan")
 
 

@@ -14,7 +14,7 @@ SAMPLE = Path(__file__).parent / "samples" / "telegram" / "result.json"
 def test_single_chat_joins_entity_text_and_skips_service_messages() -> None:
     [falcon] = TelegramReader().parse(SAMPLE.read_bytes(), "result.json")
     assert (falcon.title, falcon.id, falcon.format) == ("Project Falcon", "4400123456", "telegram")
-    # The group creation and the pin are service messages; the photo has no caption.
+    # The group creation and the pin are service messages; the photo without caption shows.
     assert [(m.speaker, m.text, m.id) for m in falcon.messages] == [
         ("Ivan Petrov", "Kickoff notes are here", "102"),
         (
@@ -22,6 +22,7 @@ def test_single_chat_joins_entity_text_and_skips_service_messages() -> None:
             "Read https://example.org/falcon first, then ping @ivan_p — deadline is Friday.",
             "103",
         ),
+        ("Ivan Petrov", "[image: photo_1@03-06-2024_10-03-05.jpg]", "104"),
         ("Ivan Petrov", "Got it.\nWill do.", "105"),
     ]
     assert falcon.messages[1].created_at == datetime(2024, 6, 3, 10, 2, 40, tzinfo=UTC)

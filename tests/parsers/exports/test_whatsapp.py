@@ -24,7 +24,8 @@ def test_en_us_android_sample() -> None:
     path = SAMPLES / "WhatsApp Chat with Sam Carter.txt"
     [chat] = WhatsAppReader().parse(path.read_bytes(), path.name)
     assert (chat.title, chat.id, chat.format) == ("Sam Carter", None, "whatsapp")
-    # The encryption notice, the media, "added Alex" and the deleted message are not utterances.
+    # The encryption notice, "added Alex" and the deleted message are not utterances; the media
+    # keeps its place.
     assert [(m.speaker, m.text, m.created_at) for m in chat.messages] == [
         ("Sam Carter", "Are we still on for tomorrow?", datetime(2023, 12, 31, 21, 5, tzinfo=UTC)),
         (
@@ -32,6 +33,7 @@ def test_en_us_android_sample() -> None:
             "Yes! Meet at 10\nBring the tickets\nand the map",
             datetime(2023, 12, 31, 21, 7, tzinfo=UTC),
         ),
+        ("Jo", "[media]", datetime(2023, 12, 31, 21, 8, tzinfo=UTC)),
         ("Sam Carter", "Happy new year 🎉", datetime(2024, 1, 1, 0, 15, tzinfo=UTC)),
         ("Alex", "Thanks for adding me: see you at 10", datetime(2024, 1, 1, 12, 20, tzinfo=UTC)),
         ("Jo", "Running late, sorry", datetime(2024, 1, 2, 8, 30, tzinfo=UTC)),
@@ -43,7 +45,8 @@ def test_german_ios_sample_with_crlf_and_lrm_marks() -> None:
     path = SAMPLES / "WhatsApp Chat - Familie.txt"
     [chat] = WhatsAppReader().parse(path.read_bytes(), path.name)
     assert chat.title == "Familie"
-    # iOS marks its own text (notice, group creation, media) with U+200E; all of it is skipped.
+    # iOS marks its own text (notice, group creation, media) with U+200E; the media keeps its
+    # place, the rest is skipped.
     assert [(m.speaker, m.text, m.created_at) for m in chat.messages] == [
         ("Anna", "Hallo zusammen", datetime(2024, 6, 3, 21, 5, 30, tzinfo=UTC)),
         (
@@ -51,6 +54,8 @@ def test_german_ios_sample_with_crlf_and_lrm_marks() -> None:
             "Wer bringt morgen den Kuchen mit?\nIch kann Getränke holen.",
             datetime(2024, 6, 3, 21, 6, 2, tzinfo=UTC),
         ),
+        ("Anna", "[image]", datetime(2024, 6, 3, 21, 7, 11, tzinfo=UTC)),
+        ("Ben", "[image]", datetime(2024, 6, 3, 21, 7, 40, tzinfo=UTC)),
         ("Anna", "Ich bringe den Kuchen 🎂", datetime(2024, 6, 4, 7, 45, tzinfo=UTC)),
         ("Ben", "Danke!", datetime(2024, 6, 13, 18, 0, tzinfo=UTC)),
     ]
