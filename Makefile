@@ -34,10 +34,12 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## fuzz: the fuzz suites (vaults, evaluate input, the HTTP API) with 20 times the examples
+## fuzz: the fuzz suites (vaults, evaluate input, the HTTP API) with 20 times the examples,
+## and the crash matrix with twelve kill instants per command
 fuzz: $(STAMP)
 	@ACLARAI_TEST_FUZZ=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/daemon/test_fuzz_vault.py tests/daemon/test_batch_eval.py tests/daemon/test_api.py
+		tests/daemon/test_fuzz_vault.py tests/daemon/test_batch_eval.py tests/daemon/test_api.py \
+		tests/daemon/test_crash_matrix.py
 
 lint: $(STAMP)
 	@$(BIN)/ruff check .

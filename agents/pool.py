@@ -16,13 +16,25 @@ process, and the workers start only when more come: starting them costs about ha
 which a small run (a few edits, a test vault) would never earn back. A worker that dies is not
 a failure of the batch: the pool is rebuilt and the batch is handled in the calling process
 instead; if no worker can be started at all, the agents go on in the calling process.
+
+No worker outlives the process that started it, however that process dies (``kill -9``
+included): each worker watches its parent's pid and exits within :data:`PARENT_POLL_S` once it
+changes. Where the pool is started from the main thread, Linux also kills the worker at once
+(``PR_SET_PDEATHSIG``); not from another thread, since that signal comes when the *thread* that
+forked ends, and the queue consumer's threads end after each drain.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import multiprocessing
+import os
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -45,6 +57,10 @@ START_AFTER = 2000
 MIN_CHUNK = 32
 """Items per slice at least: below that, pickling and the round trip cost more than they save."""
 
+PARENT_POLL_S = 0.25
+"""How often a worker checks that the process that started it still runs."""
+_PR_SET_PDEATHSIG = 1
+
 EVALUATOR = "evaluator"
 EXTRACTOR = "extractor"
 
@@ -54,7 +70,36 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _start_worker(factories: Mapping[str, Callable[[], object]]) -> None:
+def die_with_parent(parent_pid: int) -> None:
+    """Have Linux SIGKILL this process when the thread that forked it ends, and exit now if
+    ``parent_pid`` is no longer its parent (it died before the call). Elsewhere a no-op.
+
+    Fit for ``subprocess.Popen(preexec_fn=functools.partial(die_with_parent, os.getpid()))``
+    from a main thread: the setting survives ``exec``.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The parent may have died before prctl took effect: then no signal will ever come.
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+def _start_worker(
+    factories: Mapping[str, Callable[[], object]], parent_pid: int, from_main_thread: bool
+) -> None:
+    if from_main_thread:
+        die_with_parent(parent_pid)
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid,), name="aclarai-parent-watch", daemon=True
+    ).start()
     for kind, factory in factories.items():
         _worker_agents[kind] = factory()
 
@@ -148,7 +193,12 @@ class WorkerPool:
                     self.workers,
                     mp_context=multiprocessing.get_context("fork"),
                     initializer=_start_worker,
-                    initargs=(self._factories,),
+                    # The workers are forked by the first submit, in this thread.
+                    initargs=(
+                        self._factories,
+                        os.getpid(),
+                        threading.current_thread() is threading.main_thread(),
+                    ),
                 )
             return self._pool
 

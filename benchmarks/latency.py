@@ -13,6 +13,7 @@ RSS. Target: p95 <= 0.3 s.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import statistics
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from vaultgen import generate_vault, utterance
 
+from aclarai.agents.pool import die_with_parent
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import Block, parse_note
 
@@ -56,6 +58,8 @@ def start_daemon(vault: Path, state: Path, quiet_s: float, log: Path) -> subproc
         env=env,
         stderr=log.open("w"),
         text=True,
+        # A benchmark stopped by Ctrl-C or kill leaves no daemon holding the vault.
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),
     )
 
 

@@ -22,6 +22,7 @@ it instead (``make llm-smoke LLM_SMOKE_NOTE="research/2024-06-14 Reading group.m
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -34,6 +35,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+from aclarai.agents.pool import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 120.0
@@ -122,6 +125,8 @@ def llama_cpp_server(server_python: str, n_ctx: int, work: Path) -> Iterator[str
         ],
         stdout=subprocess.DEVNULL,
         stderr=(work / "server.log").open("wb"),
+        # A run stopped by Ctrl-C or kill leaves no model server holding memory and a port.
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),
     )
     try:
         wait_for(f"{api_base}/models", server)
@@ -191,6 +196,7 @@ def run(api_base: str, api_key: str, model: str | None, note: str | None, work: 
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=(work / "serve.log").open("wb"),
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),
     )
     try:
         wait_for(f"http://127.0.0.1:{service_port}/api/v1/health", serve)

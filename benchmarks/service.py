@@ -43,6 +43,7 @@ from aclarai.daemon.config import Config, load_config  # noqa: E402
 from aclarai.daemon.service.api import build_server, create_app  # noqa: E402
 from aclarai.daemon.service.core import ServiceCore, assemble_core  # noqa: E402
 from aclarai.daemon.service.stream_worker import run_worker  # noqa: E402
+from tests.fixtures.processes import dies_with_us  # noqa: E402
 from tests.fixtures.redis_server import start_redis_server  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
@@ -142,7 +143,9 @@ def consume_run(
     overrides = json.dumps(_overrides(config))
     workers = [
         subprocess.Popen(
-            [sys.executable, __file__, "--consume-worker", overrides, f"bench-{k}"], cwd=ROOT
+            [sys.executable, __file__, "--consume-worker", overrides, f"bench-{k}"],
+            cwd=ROOT,
+            preexec_fn=dies_with_us(),
         )
         for k in range(processes)
     ]

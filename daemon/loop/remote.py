@@ -26,7 +26,7 @@ from aclarai.daemon.vault.control import (
     ResyncAnswer,
     ResyncRequest,
 )
-from aclarai.daemon.vault.lock import LOCK_NAME, is_held, read_holder
+from aclarai.daemon.vault.lock import live_holder
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import VaultBusy
 
@@ -48,7 +48,8 @@ def set_paused(config: Config, vault_root: Path, paused: bool) -> None:
 
 def daemon_running(state_dir: Path) -> bool:
     """Whether a live daemon (not a one-shot resync) holds the vault lock."""
-    return is_held(state_dir) and read_holder(state_dir / LOCK_NAME).endswith(f" {DAEMON_ROLE}")
+    holder = live_holder(state_dir)
+    return holder is not None and holder.role == DAEMON_ROLE
 
 
 def hand_resync_to_daemon(
@@ -70,13 +71,20 @@ def hand_resync_to_daemon(
         VaultBusy: the daemon did not answer within ``timeout_s``.
     """
     state_dir = config.state_dir_for(vault_root)
-    if not daemon_running(state_dir):
+    holder = live_holder(state_dir)
+    if holder is None or holder.role != DAEMON_ROLE:
         return None
     queue = build_queue(config, state_dir)
     try:
         request = ResyncRequest(uuid.uuid4().hex, dry_run, reevaluate)
         queue.set_meta(REQUEST_PREFIX + request.id, json.dumps(asdict(request)))
-        log.info("the daemon holds %s; handing the resync to it", vault_root)
+        # Said at once and at warning level: a one-shot resync shows nothing less.
+        log.warning(
+            "the daemon %s holds %s: handing the resync to it and waiting %s; Ctrl-C to give up",
+            holder.describe(),
+            vault_root,
+            "until it answers" if timeout_s is None else f"up to {timeout_s:g} s for its answer",
+        )
         return _wait_for_answer(
             queue, request.id, lambda: daemon_running(state_dir), timeout_s, poll_s
         )

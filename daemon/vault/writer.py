@@ -7,7 +7,9 @@ file in the same folder (a dot-name the watcher and Obsidian ignore), are fsynce
 the note with ``os.replace`` (atomic on POSIX), and the folder is fsynced so the rename itself
 survives a crash. The note's permission bits are kept. A crash at any instant leaves either the
 old or the new note, never a mix; at worst a stray temp file, which :func:`remove_stale_temp_files`
-cleans.
+cleans. A temp file's name holds its writer's pid and start time
+(``.aclarai-tmp-<pid>-<start>-<random>-<note name>.tmp``), so any command may clean up after a
+crash while another aclarai writes beside it: only files whose writer is gone are removed.
 
 A new file (the dashboard note) is created the same way, through :func:`create_if_absent`: the
 temp file is hard-linked to the final name, which fails if anything is there already, so a note
@@ -17,20 +19,28 @@ someone created meanwhile is never replaced.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import logging
 import os
+import re
 import secrets
 import stat
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from aclarai.daemon.vault.processes import current, is_alive
 from aclarai.parsers import WriteConflict
 
 log = logging.getLogger(__name__)
 
 TEMP_PREFIX = ".aclarai-tmp-"
 """Temp files start with a dot (hidden from Obsidian and skipped by the watcher)."""
+_WRITER = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-(\d*)-[0-9a-f]{8}-")
+UNNAMED_STALE_AFTER_S = 600.0
+"""A temp file whose name does not say who writes it (an older aclarai's) is stale once it is
+this old: no writer takes that long over one note."""
 
 
 def is_temp_file(path: Path) -> bool:
@@ -141,7 +151,8 @@ def create_many(files: Sequence[tuple[Path, bytes]], *, mode: int = 0o644) -> li
 def _write_temp(path: Path, data: bytes, mode: int, *, fsync: bool = True) -> Path:
     """``data`` in a new hidden temp file beside ``path``, with ``mode``; fsynced unless the
     caller syncs many at once. A temp file left half-written is removed before raising."""
-    tmp = path.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}.tmp"
+    me = current()
+    tmp = path.parent / f"{TEMP_PREFIX}{me.pid}-{me.start}-{secrets.token_hex(4)}-{path.name}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -171,11 +182,28 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def remove_stale_temp_files(root: Path) -> int:
-    """Delete temp files a crash left behind under ``root``; return how many."""
+    """Delete the temp files a crash left behind under ``root`` (a folder, or one note: its
+    own temp files beside it), leaving those a live process is writing; return how many."""
+    if root.is_dir():
+        found: Iterable[Path] = root.rglob(f"{TEMP_PREFIX}*")
+    else:
+        found = root.parent.glob(f"{TEMP_PREFIX}*-{glob.escape(root.name)}.tmp")
     removed = 0
-    for tmp in root.rglob(f"{TEMP_PREFIX}*"):
+    for tmp in found:
+        if _writer_alive(tmp):
+            continue
         with contextlib.suppress(OSError):
             tmp.unlink()
             removed += 1
             log.info("removed stale temp file %s", tmp)
     return removed
+
+
+def _writer_alive(tmp: Path) -> bool:
+    match = _WRITER.match(tmp.name)
+    if match is not None:
+        return is_alive(int(match[1]), match[2])
+    try:
+        return time.time() - tmp.lstat().st_mtime < UNNAMED_STALE_AFTER_S
+    except OSError:
+        return False

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import stat
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from aclarai.daemon.vault.processes import current
 from aclarai.daemon.vault.writer import (
     TEMP_PREFIX,
     create_if_absent,
@@ -67,12 +69,45 @@ def test_create_if_absent_never_replaces_an_existing_file(tmp_path: Path) -> Non
     assert list(tmp_path.iterdir()) == [note]
 
 
-def test_remove_stale_temp_files(tmp_path: Path) -> None:
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / f"{TEMP_PREFIX}abc-note.md.tmp").write_text("partial")
-    (tmp_path / "sub" / "note.md").write_text("real")
-    assert remove_stale_temp_files(tmp_path) == 1
-    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["note.md"]
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(done.stdout)
+
+
+def test_remove_stale_temp_files_leaves_those_a_live_writer_writes(tmp_path: Path) -> None:
+    me = current()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "note.md").write_text("real")
+    names = {
+        "dead": f"{TEMP_PREFIX}{dead_pid()}-1-0123abcd-note.md.tmp",
+        "pid reused": f"{TEMP_PREFIX}{me.pid}-1{me.start}-0123abcd-note.md.tmp",
+        "unnamed, old": f"{TEMP_PREFIX}0123456789ab-note.md.tmp",
+        "live": f"{TEMP_PREFIX}{me.pid}-{me.start}-0123abcd-note.md.tmp",
+        "unnamed, fresh": f"{TEMP_PREFIX}ba9876543210-note.md.tmp",
+    }
+    for name in names.values():
+        (sub / name).write_text("partial")
+    hour_ago = time.time() - 3600
+    os.utime(sub / names["unnamed, old"], (hour_ago, hour_ago))
+    assert remove_stale_temp_files(tmp_path) == 3
+    assert sorted(p.name for p in sub.iterdir()) == sorted(
+        ["note.md", names["live"], names["unnamed, fresh"]]
+    )
+
+
+def test_remove_stale_temp_files_of_one_note_leaves_its_neighbours_alone(tmp_path: Path) -> None:
+    gone = dead_pid()
+    for name in ("a [1].md", "b.md"):
+        (tmp_path / f"{TEMP_PREFIX}{gone}-7-0123abcd-{name}.tmp").write_text("partial")
+    assert remove_stale_temp_files(tmp_path / "a [1].md") == 1
+    assert [p.name for p in tmp_path.iterdir()] == [f"{TEMP_PREFIX}{gone}-7-0123abcd-b.md.tmp"]
 
 
 WRITER_LOOP = """
@@ -98,6 +133,7 @@ def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path: Path) -> None:
         hashlib.sha256(b"B" * 300_000 + b"\n").hexdigest(),
     }
     note.write_bytes(b"A" * 300_000 + b"\n")
+    earlier: set[str] = set()
     for trial in range(12):
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER_LOOP, str(note)], stdout=subprocess.PIPE
@@ -108,5 +144,9 @@ def test_kill_9_at_random_moments_leaves_old_or_new(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert hashlib.sha256(note.read_bytes()).hexdigest() in versions
+        left = {p.name for p in tmp_path.iterdir() if p.name.startswith(TEMP_PREFIX)}
+        # What a crash leaves names its writer, so the next command knows it is stale.
+        assert all(name.startswith(f"{TEMP_PREFIX}{proc.pid}-") for name in left - earlier)
+        earlier = left
     remove_stale_temp_files(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["note.md"]
