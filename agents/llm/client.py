@@ -311,6 +311,9 @@ class LLMClient:
         self._memory = _load_memory(state_path).get(self._api_base, _EndpointMemory())
         self._memory_lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._calls_lock = threading.Lock()
+        self._calls_started: dict[object, float] = {}
+        """Monotonic start of each call in flight (see :meth:`longest_call_s`)."""
         self._asked_server = False
         self._llms: dict[str, OpenAILike] = {}
         self._llms_lock = threading.Lock()
@@ -341,6 +344,16 @@ class LLMClient:
     def cancel(self) -> None:
         """Abandon calls in flight and refuse new ones (:class:`CallCancelled`): shutting down."""
         self._cancelled.set()
+
+    def longest_call_s(self) -> float:
+        """How long the oldest call in flight has run; 0.0 when none is.
+
+        httpx's timeout bounds each read, not the whole reply: a server that trickles bytes holds
+        a call for ever, and a watchdog asks this to tell such a call from a slow one.
+        """
+        with self._calls_lock:
+            oldest = min(self._calls_started.values(), default=None)
+        return 0.0 if oldest is None else time.monotonic() - oldest
 
     def complete_json(
         self,
@@ -616,10 +629,17 @@ class LLMClient:
             finally:
                 done.set()
 
-        threading.Thread(target=run, name="aclarai-llm-call", daemon=True).start()
-        while not done.wait(0.05):
-            if self._cancelled.is_set():
-                raise CallCancelled("model call abandoned: stopping")
+        token = object()
+        with self._calls_lock:
+            self._calls_started[token] = time.monotonic()
+        try:
+            threading.Thread(target=run, name="aclarai-llm-call", daemon=True).start()
+            while not done.wait(0.05):
+                if self._cancelled.is_set():
+                    raise CallCancelled("model call abandoned: stopping")
+        finally:
+            with self._calls_lock:
+                del self._calls_started[token]
         ok, value = outcome[0]
         if ok:
             return value

@@ -2,8 +2,8 @@
 one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.watcher`), the
 DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`; its
 first stage in :mod:`.grading`, a take's records in :mod:`.take`), deletions held for a grace
-period (:mod:`.deletions`), the commands that reach a running daemon (:mod:`.remote`) and
-systemd (:mod:`.systemd`)."""
+period (:mod:`.deletions`), the commands that reach a running daemon (:mod:`.remote`), its
+record and watchdog word (:mod:`.liveness`) and systemd (:mod:`.systemd`)."""
 
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.daemon import run_daemon

@@ -42,11 +42,12 @@ from aclarai.daemon.factory import (
     build_store,
     build_vault,
 )
-from aclarai.daemon.intake.adopt import adopt_files
+from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
 from aclarai.daemon.intake.importer import ImportReport
 from aclarai.daemon.intake.inbox import InboxWatcher, drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.deletions import PendingDeletes
+from aclarai.daemon.loop.liveness import daemon_liveness
 from aclarai.daemon.loop.resync import (
     ResyncSummary,
     dry_run_summary,
@@ -65,7 +66,6 @@ from aclarai.daemon.vault.control import (
     UsageRecorder,
     answer_request,
     pending_requests,
-    stamp_heartbeat,
 )
 from aclarai.daemon.vault.lock import VaultLock
 from aclarai.daemon.vault.notesync import NoteSync
@@ -76,7 +76,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_DEADLINE_S = 9.0
 """After the first signal the process is gone by then, finished or not (the queue keeps work)."""
-HEARTBEAT_EVERY_S = 5.0
 REQUESTS_EVERY_S = 0.3
 SYNC_RETRY_S = 2.0
 CONSUMER_IDLE_S = 1.0
@@ -136,12 +135,14 @@ class _Daemon:
         self.reconcile_lock = threading.Lock()
         self.wake = threading.Event()
         self.notes = NoteSync(self.vault, self.store, self.queue)
+        self.notifier = Notifier(*config.systemd_notify())
+        self.liveness = daemon_liveness(self.queue, self.notifier, self.agents, config)
         self.consumer = self._consumer(self.agents.evaluator, reevaluate=False)
+        self.consumer_thread = threading.Thread(target=self._consume, name="aclarai-consumer")
         self.deletes = PendingDeletes(self.notes, config.watch.delete_grace_s)
         self.dashboard = DashboardRefresher(
             config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
         )
-        self.notifier = Notifier(*config.systemd_notify())
         self.inbox = inbox_for(config, self.vault.root)
         self.adopt_prefixes = tuple(f.rstrip("/") + "/" for f in config.adopt.folders)
         self.inbox_lock = threading.Lock()
@@ -154,11 +155,9 @@ class _Daemon:
                 polling=config.watch.polling,
             )
         )
-        self.started_at = time.time()
         self._touched: set[str] = set()
         self._gone: set[str] = set()
         self._retry_at = 0.0
-        self._next_beat = 0.0
         self._next_requests = 0.0
         self._was_paused = False
         self._handled: set[str] = set()
@@ -177,6 +176,7 @@ class _Daemon:
             on_write=self.own_writes.remember,
             # Stopping counts as paused so a reconcile's drain also ends after its batch.
             paused=lambda: self.stop.is_set() or self.pause.is_paused(),
+            progress=self.liveness.grading,
         )
 
     def run(self, trigger: CronTrigger) -> int:
@@ -184,12 +184,13 @@ class _Daemon:
         if recovered:
             log.info("%d queue entries a crash left in flight are pending again", recovered)
         remove_stale_temp_files(self.vault.root)
-        self._stamp("starting")
+        self.liveness.stamp("starting")
         previous = self._install_signal_handlers()
         scheduler = BackgroundScheduler(
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         )
-        consumer = threading.Thread(target=self._consume, name="aclarai-consumer", daemon=True)
+        consumer = self.consumer_thread
+        consumer.daemon = True
         try:
             consumer.start()
             changes_iter = watch_vault(
@@ -214,11 +215,12 @@ class _Daemon:
     def _step(self, changes: Changes, scheduler: BackgroundScheduler) -> None:
         # The watch loop is the service: log whatever went wrong and keep serving. Housekeeping
         # (heartbeat, requests) runs even when syncing the changes failed.
-        for work in (lambda: self._apply(changes), lambda: self._housekeeping(scheduler)):
+        for work in (lambda: self._apply(changes), lambda: self._housekeeping(scheduler, changes)):
             try:
                 work()
-            except Exception:
+            except Exception as exc:
                 log.exception("unexpected error in the watch loop; going on")
+                self.liveness.error(f"unexpected error in the watch loop: {exc!r}")
 
     def _apply(self, changes: Changes) -> None:
         for rel in changes.touched:
@@ -227,6 +229,8 @@ class _Daemon:
         for rel in changes.gone:
             self._touched.discard(rel)
             self._gone.add(rel)
+        if changes.touched or changes.gone:
+            self.liveness.looked()
         now = time.monotonic()
         if not (self._touched or self._gone or len(self.deletes)) or now < self._retry_at:
             return
@@ -237,6 +241,7 @@ class _Daemon:
             self._sync_changes(now)
         except (AclaraiError, OSError) as exc:
             log.warning("could not sync changed notes (%s); retrying in %.0f s", exc, SYNC_RETRY_S)
+            self.liveness.error(f"could not sync changed notes: {exc}")
             self._retry_at = now + SYNC_RETRY_S
         except Exception:
             # A bug, not a passing state: retrying would log it on every tick. The notes are
@@ -261,13 +266,20 @@ class _Daemon:
         lost: dict[str, str] = {}
         adopting = [n.path for n in notes if any(n.rel.startswith(f) for f in self.adopt_prefixes)]
         if adopting:
-            adopt_files(adopting, on_write=self._adopted)
+            adopt_files(
+                adopting,
+                on_write=self._adopted,
+                root=self.vault.root,
+                dashboard=self.config.dashboard.path,
+            )
             notes = [n for n in (self.vault.note(n.rel) for n in notes) if n is not None]
         if notes:
             report = self.notes.sync_notes(notes)
             for rel in sorted(report.dirty_files):
                 log.info("%s changed: its dirty blocks are queued", rel)
             lost.update(report.vanished)
+            if report.emptied:
+                drop_emptied_blocks(self.notes, report.emptied, on_write=self._adopted)
             if report.dirty_blocks:
                 self.wake.set()
         if gone:
@@ -295,8 +307,7 @@ class _Daemon:
     def _known_notes(self, prefix: str) -> list[str]:
         return [path for path in self.store.file_states() if path.startswith(prefix)]
 
-    def _housekeeping(self, scheduler: BackgroundScheduler) -> None:
-        self.notifier.ping()
+    def _housekeeping(self, scheduler: BackgroundScheduler, changes: Changes) -> None:
         now = time.monotonic()
         paused = self.pause.is_paused()
         if paused != self._was_paused:
@@ -309,11 +320,15 @@ class _Daemon:
             )
             self.notifier.status("paused" if paused else f"watching {self.vault.root}")
             self.dashboard.mark()
-            self._next_beat = 0.0
             self.wake.set()
-        if now >= self._next_beat:
-            self._next_beat = now + HEARTBEAT_EVERY_S
-            self._stamp("paused" if paused else "running")
+        syncing = self._touched or self._gone or self.reconcile_lock.locked() or changes.settling
+        if self.liveness.tick(
+            paused=paused,
+            model_down=self.consumer.model_down,
+            syncing=bool(syncing),
+            observing=changes.observing,
+            consumer_alive=self.consumer_thread.is_alive(),
+        ):
             self.usage.flush()
         if self.inbox_watcher is not None and self.inbox_watcher.due(now):
             scheduler.add_job(self._scheduled_inbox, id="inbox", replace_existing=True)
@@ -339,8 +354,9 @@ class _Daemon:
                         self.drain_lock.release()
                 self.dashboard.maybe_write()
                 due = self.queue.next_due_in_s()
-            except Exception:
+            except Exception as exc:
                 log.exception("consumer error; retrying in %.0f s", CONSUMER_IDLE_S)
+                self.liveness.error(f"consumer error: {exc!r}")
                 due = CONSUMER_IDLE_S
             timeout = CONSUMER_IDLE_S if due is None else min(max(due, 0.05), CONSUMER_IDLE_S)
             self.wake.wait(timeout)
@@ -365,8 +381,9 @@ class _Daemon:
     def _scheduled(self, reason: str) -> None:
         try:
             self._reconcile(reason)
-        except Exception:
+        except Exception as exc:
             log.exception("reconcile (%s) failed; the next one will retry", reason)
+            self.liveness.error(f"reconcile ({reason}) failed: {exc!r}")
 
     def _reconcile(
         self,
@@ -388,6 +405,7 @@ class _Daemon:
                 self.notes, consumer or self.consumer, self.queue, reevaluate=reevaluate
             )
             elapsed = time.monotonic() - started
+            self.liveness.looked()
             self.dashboard.mark()
             self.queue.set_meta("last_resync", utc_now())
             self.usage.flush()
@@ -436,6 +454,7 @@ class _Daemon:
                 self.state_dir,
                 time.monotonic(),
                 quality_threshold=self.config.threshold.claim_quality,
+                imported=None if self.inbox is None else drain_inbox(self.inbox, dry_run=True)[0],
             )
         if not request.reevaluate:
             return self._reconcile("resync request")
@@ -448,12 +467,6 @@ class _Daemon:
         finally:
             UsageRecorder(self.queue, fresh.usage).flush()
             fresh.close()
-
-    def _stamp(self, state: str) -> None:
-        try:
-            stamp_heartbeat(self.queue, state, self.started_at)
-        except AclaraiError as exc:
-            log.warning("could not stamp the heartbeat: %s", exc)
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -489,7 +502,7 @@ class _Daemon:
         consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
         self.busy = consumer.is_alive() or self.reconcile_lock.locked()
         self.usage.flush()
-        self._stamp("stopped")
+        self.liveness.stamp("stopped")
         if self.busy:
             # Our handlers stay: a second signal while this work winds down exits at once.
             log.warning("work still in flight at exit; the queue keeps it for the next start")

@@ -2,8 +2,9 @@
 
 ``sd_notify`` is one datagram to the ``AF_UNIX`` socket named by ``NOTIFY_SOCKET`` (a leading
 ``@`` means the abstract namespace), so no library is needed. The daemon sends ``READY=1`` once it
-watches the vault, ``WATCHDOG=1`` from its main loop (a hung loop stops the pings and systemd
-restarts the service), ``STATUS=`` lines and ``STOPPING=1``.
+watches the vault, ``WATCHDOG=1`` from its main loop while every part of it moves (a hung loop,
+consumer, watcher or model call stops the pings, see :mod:`aclarai.daemon.loop.liveness`, and
+systemd restarts the service), ``STATUS=`` lines and ``STOPPING=1``.
 """
 
 from __future__ import annotations

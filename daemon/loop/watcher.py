@@ -64,6 +64,10 @@ class Changes:
     """Notes quiet for the quiet period, looked at twice alike, not our own write."""
     gone: tuple[str, ...] = ()
     """Note paths that hold no note file once quiet (deleted or moved away)."""
+    settling: int = 0
+    """Notes changed but not yet quiet: seen, and not yet handed over."""
+    observing: bool = True
+    """False once the observer's threads have died: no edit reaches the daemon any more."""
 
 
 def file_signature(st: os.stat_result) -> str:
@@ -255,6 +259,15 @@ class VaultWatcher:
         log.info("watching %s (%s)", self.vault.root, "polling" if polling else "inotify")
         return observer
 
+    def observing(self) -> bool:
+        """Whether the observer and its emitters still run (a thread that died takes no event)."""
+        observer = self._observer
+        return (
+            observer is not None
+            and observer.is_alive()
+            and all(emitter.is_alive() for emitter in observer.emitters)
+        )
+
     def stop(self) -> None:
         if self._observer is not None:
             self._observer.stop()
@@ -299,7 +312,7 @@ class VaultWatcher:
                 log.debug("%s: our own write, nothing to do", rel)
             else:
                 touched.append(rel)
-        return Changes(tuple(touched), tuple(gone))
+        return Changes(tuple(touched), tuple(gone), len(self.debouncer), self.observing())
 
     def _take(self, kind: str, rel: str, now: float) -> None:
         if kind == "file":

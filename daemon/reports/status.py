@@ -1,10 +1,20 @@
-"""``aclarai status``: is the daemon running, what is queued, what failed, what is stored."""
+"""``aclarai status``: is the daemon running, what is it doing, are the grades current, what is
+queued, what failed, what is stored.
+
+The running daemon's (or resync's) record (:class:`~aclarai.daemon.vault.control.Heartbeat`) is
+shown as current only while the process that wrote it holds the vault lock and still runs: a
+killed daemon's last "grading 3 notes" is shown as what it was doing when it was last seen.
+:func:`status_json` gives the same as one JSON object whose keys are listed in
+:data:`JSON_KEYS`.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
@@ -16,10 +26,11 @@ from aclarai.daemon.vault.control import (
     read_paused,
     read_usage,
 )
-from aclarai.daemon.vault.lock import LOCK_NAME, is_held, read_holder
+from aclarai.daemon.vault.lock import live_holder
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.queue import QueueEntry
-from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim
+from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim, key_block_id
+from aclarai.parsers import format_utc
 
 STALE_HEARTBEAT_S = 30.0
 LOW_QUALITY_SHOWN = 10
@@ -49,9 +60,36 @@ class Status:
     """What every resync and daemon run on this vault has spent on the LLM endpoint."""
     model_down_since: str | None = None
     """When the daemon found the model endpoint unreachable, while it still is."""
+    holder_pid: int | None = None
+    """The pid of the live process holding the vault (``None`` when none does)."""
+    oldest_waiting: tuple[str, float] | None = None
+    """The note and Unix time of the oldest change not yet graded (dead letters aside)."""
+
+    @property
+    def record_current(self) -> bool:
+        """Whether the heartbeat record is the live lock holder's own: what it says is now."""
+        beat = self.heartbeat
+        return beat is not None and beat.pid == self.holder_pid and beat.writer_alive()
+
+    @property
+    def activity(self) -> str | None:
+        """What the holder is doing now; ``None`` when no live process holds the vault."""
+        if not self.record_current or self.heartbeat is None:
+            return None
+        return self.heartbeat.activity or self.heartbeat.state
+
+    @property
+    def graded(self) -> bool:
+        """Whether every change seen so far is graded: nothing queued (dead letters aside), and
+        the holder, if any, idle (nothing settling, syncing or grading)."""
+        return self.queue_depth == 0 and (self.holder_pid is None or self.activity == "idle")
 
 
-def collect_status(config: Config, vault_root: Path, *, verify: bool = False) -> Status:
+def collect_status(
+    config: Config, vault_root: Path, *, verify: bool = False, graph: bool = True
+) -> Status:
+    """What ``aclarai status`` shows; ``graph=False`` leaves the graph store alone (its counts
+    stay ``None``), for callers that poll."""
     state_dir = config.state_dir_for(vault_root)
     threshold = config.threshold.claim_quality
     if not (state_dir / QUEUE_FILE).exists():
@@ -78,42 +116,132 @@ def collect_status(config: Config, vault_root: Path, *, verify: bool = False) ->
         heartbeat = read_heartbeat(queue)
         usage = read_usage(queue)
         model_down = queue.get_meta(MODEL_DOWN_META)
+        oldest = queue.oldest_waiting()
     finally:
         queue.close()
-    counts = error = None
-    drift = None
-    low_quality: list[StoredClaim] = []
-    try:
-        store = build_store(config, state_dir)
-        try:
-            counts = store.counts(quality_threshold=threshold)
-            low_quality = store.low_quality_claims(threshold, LOW_QUALITY_SHOWN)
-            if verify:
-                notes = NoteSync(build_vault(config, vault_root), store, None)
-                report = notes.sync_vault(dry_run=True, force_read=True)
-                drift = report.dirty_blocks
-        finally:
-            store.close()
-    except Exception as exc:
-        error = str(exc)
+    holder = live_holder(state_dir)
+    side = _GraphSide(error="not read")
+    if graph:
+        side = _read_graph(config, state_dir, vault_root, verify=verify)
     return Status(
         vault=vault_root,
         state_dir=state_dir,
-        running=is_held(state_dir),
-        holder=read_holder(state_dir / LOCK_NAME),
+        running=holder is not None,
+        holder="nobody" if holder is None else f"{holder.pid} {holder.role}",
         queue_depth=depth,
         dead_letters=dead,
         last_resync=last,
         paused=paused,
-        counts=counts,
-        counts_error=error,
-        drift=drift,
+        counts=side.counts,
+        counts_error=side.error,
+        drift=side.drift,
         heartbeat=heartbeat,
         quality_threshold=threshold,
-        low_quality=low_quality,
+        low_quality=side.low_quality,
         llm_usage=usage,
         model_down_since=model_down,
+        holder_pid=None if holder is None else holder.pid,
+        oldest_waiting=oldest,
     )
+
+
+JSON_KEYS: dict[str, str] = {
+    "vault": "the vault folder",
+    "state_dir": "where its state lives",
+    "running": "a live aclarai daemon or resync holds the vault",
+    "pid": "that process's pid, else null",
+    "role": '"daemon" or "resync", else null',
+    "activity": '"syncing", "grading N notes", "waiting for the model", "paused", "idle" or '
+    '"starting"; null when nothing runs',
+    "graded": "every change seen so far is graded: nothing queued, and the holder idle",
+    "queue_depth": "blocks waiting to be graded (dead letters aside)",
+    "oldest_ungraded_note": "the note of the oldest change not yet graded, else null",
+    "oldest_ungraded_at": "when that change was queued (UTC), else null",
+    "oldest_ungraded_age_s": "its age in seconds, else null",
+    "last_look_at": "when the daemon last looked at the vault (an edit handled, a scan)",
+    "last_look_age_s": "its age in seconds, else null",
+    "heartbeat_at": "when the record was last stamped, else null",
+    "heartbeat_age_s": "its age in seconds, else null",
+    "last_activity": "what the record says, even a dead process's, else null",
+    "record_current": "the record is the live holder's own",
+    "last_error": "the last error the daemon or resync met, else null",
+    "last_error_at": "when (UTC), else null",
+    "paused": "evaluation and write-back are paused",
+    "dead_letters": "blocks given up on (see the text form)",
+    "model_down_since": "since when the model endpoint has not answered, else null",
+    "last_resync": "when the last full pass ended, else null",
+    "counts": "files, blocks, claims … in the graph, else null",
+}
+"""The keys of :func:`status_json`, each with what it holds (times are UTC stamps)."""
+
+
+def status_json(status: Status) -> dict[str, Any]:
+    """``aclarai status --json``: one object with every key of :data:`JSON_KEYS`."""
+    beat = status.heartbeat
+    oldest_note, oldest_at = status.oldest_waiting or (None, None)
+    error_at = beat.last_error_at if beat is not None else None
+    role = status.holder.partition(" ")[2] if status.running else None
+    data: dict[str, Any] = {
+        "vault": str(status.vault),
+        "state_dir": str(status.state_dir),
+        "running": status.running,
+        "pid": status.holder_pid,
+        "role": role,
+        "activity": status.activity,
+        "graded": status.graded,
+        "queue_depth": status.queue_depth,
+        "oldest_ungraded_note": oldest_note,
+        "oldest_ungraded_at": _stamp(oldest_at),
+        "oldest_ungraded_age_s": _age(oldest_at),
+        "last_look_at": _stamp(beat.looked_at if beat is not None else None),
+        "last_look_age_s": _age(beat.looked_at if beat is not None else None),
+        "heartbeat_at": _stamp(beat.at if beat is not None else None),
+        "heartbeat_age_s": _age(beat.at if beat is not None else None),
+        "last_activity": (beat.activity or beat.state) if beat is not None else None,
+        "record_current": status.record_current,
+        "last_error": beat.last_error if beat is not None else None,
+        "last_error_at": _stamp(error_at),
+        "paused": status.paused,
+        "dead_letters": len(status.dead_letters),
+        "model_down_since": status.model_down_since,
+        "last_resync": status.last_resync,
+        "counts": asdict(status.counts) if status.counts is not None else None,
+    }
+    return data
+
+
+def _stamp(unix_s: float | None) -> str | None:
+    return None if unix_s is None else format_utc(unix_s)
+
+
+def _age(unix_s: float | None) -> float | None:
+    return None if unix_s is None else round(max(0.0, time.time() - unix_s), 1)
+
+
+@dataclass
+class _GraphSide:
+    counts: StoreCounts | None = None
+    error: str | None = None
+    drift: int | None = None
+    low_quality: list[StoredClaim] = field(default_factory=list)
+
+
+def _read_graph(config: Config, state_dir: Path, vault_root: Path, *, verify: bool) -> _GraphSide:
+    threshold = config.threshold.claim_quality
+    side = _GraphSide()
+    try:
+        store = build_store(config, state_dir)
+        try:
+            side.counts = store.counts(quality_threshold=threshold)
+            side.low_quality = store.low_quality_claims(threshold, LOW_QUALITY_SHOWN)
+            if verify:
+                notes = NoteSync(build_vault(config, vault_root), store, None)
+                side.drift = notes.sync_vault(dry_run=True, force_read=True).dirty_blocks
+        finally:
+            store.close()
+    except Exception as exc:
+        side.error = str(exc)
+    return side
 
 
 def format_status(status: Status) -> str:
@@ -122,13 +250,17 @@ def format_status(status: Status) -> str:
         f"state dir    {status.state_dir}",
         f"daemon       {'running (' + status.holder + ')' if status.running else 'not running'}",
         f"heartbeat    {_heartbeat_line(status)}",
+        f"activity     {_activity_line(status)}",
+        f"last look    {_looked_line(status)}",
+        f"ungraded     {_ungraded_line(status)}",
+        f"last error   {_error_line(status)}",
         f"paused       {'yes' if status.paused else 'no'}",
         f"queue depth  {status.queue_depth}",
         f"dead letters {len(status.dead_letters)}",
         f"last resync  {status.last_resync or 'never'}",
     ]
     for entry in status.dead_letters:
-        lines.append(f"  {entry.block_id} in {entry.file}: {entry.last_error}")
+        lines.append(f"  {key_block_id(entry.block_id)} in {entry.file}: {entry.last_error}")
     if status.counts is not None:
         c = status.counts
         lines += [
@@ -142,7 +274,7 @@ def format_status(status: Status) -> str:
         for claim in status.low_quality:
             quality = claim.score.quality if claim.score is not None else None
             shown = "null" if quality is None else f"{quality:.2f}"
-            lines.append(f"  {shown}  {claim.block_id}  {_shorten(claim.text)}")
+            lines.append(f"  {shown}  {key_block_id(claim.block_id)}  {_shorten(claim.text)}")
     else:
         lines.append(f"graph        unavailable: {status.counts_error}")
     usage = _usage_line(status.llm_usage) if status.llm_usage else "none recorded"
@@ -160,9 +292,54 @@ def _heartbeat_line(status: Status) -> str:
     if beat is None:
         return "never"
     line = f"{beat.age_s:.0f} s ago (pid {beat.pid}, {beat.state})"
-    if status.running and beat.state != "stopped" and beat.age_s > STALE_HEARTBEAT_S:
+    if beat.state == "stopped":
+        return line
+    if not status.record_current:
+        return line + f" - stale: pid {beat.pid} is gone"
+    if beat.age_s > STALE_HEARTBEAT_S:
         line += " - stale: the daemon may be hung"
     return line
+
+
+def _activity_line(status: Status) -> str:
+    activity = status.activity
+    if activity is not None:
+        return activity
+    beat = status.heartbeat
+    was = "" if beat is None or not beat.activity else f" (last seen {beat.activity})"
+    if status.running:
+        return f"unknown: pid {status.holder_pid} has written no record yet{was}"
+    return "none: no aclarai daemon or resync runs" + (
+        "" if beat is None or beat.state == "stopped" else was
+    )
+
+
+def _looked_line(status: Status) -> str:
+    at = status.heartbeat.looked_at if status.heartbeat is not None else None
+    return "never" if at is None else f"{_ago(at)} ({format_utc(at)})"
+
+
+def _ungraded_line(status: Status) -> str:
+    if status.oldest_waiting is None:
+        return "none: every change seen is graded" if status.graded else "none queued"
+    note, since = status.oldest_waiting
+    return f"oldest change {_ago(since)}, in {note} ({status.queue_depth} block(s) wait)"
+
+
+def _error_line(status: Status) -> str:
+    beat = status.heartbeat
+    if beat is None or beat.last_error is None:
+        return "none"
+    at = "" if beat.last_error_at is None else f"{_ago(beat.last_error_at)}: "
+    return at + beat.last_error
+
+
+def _ago(unix_s: float) -> str:
+    seconds = max(0.0, time.time() - unix_s)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{seconds:.0f} s ago"
 
 
 def _usage_line(usage: Mapping[str, int]) -> str:

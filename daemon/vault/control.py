@@ -3,8 +3,11 @@ daemon talk (the commands' side is :mod:`aclarai.daemon.loop.remote`).
 
 - **Pause switch**: ``meta.paused = "1"`` (``aclarai pause``) or a ``PAUSED`` file in the state
   dir stops write-backs and evaluation; watching and queueing go on.
-- **Heartbeat**: the daemon stamps ``meta.heartbeat`` (pid, time, state) every few seconds, so
-  ``aclarai status`` can tell a live daemon from a hung one.
+- **Heartbeat**: the daemon (and a resync) stamps ``meta.heartbeat`` every few seconds and when
+  what it does changes: pid and process start, time, state, activity (syncing, grading N notes,
+  waiting for the model, paused, idle), when it last looked at the vault, its last error. So
+  ``aclarai status`` tells a live daemon from a hung or dead one, and ``status --wait-idle``
+  asks for a fresh stamp through ``meta.stamp_request``.
 - **Model outage**: ``meta.model_down_since`` says since when the model endpoint has not
   answered, while it still does not (``aclarai status`` shows it).
 - **LLM usage**: ``meta.llm_usage`` holds the cumulative counters (calls, retries, failures,
@@ -22,14 +25,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from aclarai.agents import UsageCounters
+from aclarai.daemon.vault.processes import current, is_alive
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import AclaraiError
 
@@ -38,6 +42,10 @@ log = logging.getLogger(__name__)
 PAUSED_KEY = "paused"
 PAUSED_MARKER = "PAUSED"
 HEARTBEAT_KEY = "heartbeat"
+STAMP_REQUEST_KEY = "stamp_request"
+SEEN_MARGIN_S = 0.5
+"""A stamp this long after ``status --wait-idle`` asked for it comes after the watcher has seen
+every edit made before the asking (inotify delivers in milliseconds)."""
 USAGE_KEY = "llm_usage"
 MODEL_DOWN_META = "model_down_since"
 """Queue meta key: when the model endpoint stopped answering (``aclarai status`` shows it)."""
@@ -71,21 +79,49 @@ class PauseSwitch:
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
+    """The record a running daemon (or resync) keeps of itself, for ``aclarai status``."""
+
     pid: int
     at: float
     """Unix time of the stamp."""
     state: str
     """``starting``, ``running``, ``paused``, ``stopping`` or ``stopped``."""
     started_at: float
+    role: str = DAEMON_ROLE
+    """``daemon`` or ``resync``."""
+    process_start: str = ""
+    """The kernel's start time of ``pid``: a pid reused by another process is not the writer."""
+    activity: str = ""
+    """What it was doing at ``at``: ``syncing``, ``grading N notes``, ``waiting for the model``,
+    ``paused`` or ``idle``."""
+    looked_at: float | None = None
+    """Unix time it last looked at the vault: a watch event handled or a full scan."""
+    last_error: str | None = None
+    last_error_at: float | None = None
 
     @property
     def age_s(self) -> float:
         return max(0.0, time.time() - self.at)
 
+    def writer_alive(self) -> bool:
+        """Whether the process that wrote this record still runs (the same process, not one
+        that was given its pid since)."""
+        return is_alive(self.pid, self.process_start)
 
-def stamp_heartbeat(queue: DurableQueue, state: str, started_at: float) -> None:
-    beat = Heartbeat(os.getpid(), time.time(), state, started_at)
+
+def stamp_heartbeat(queue: DurableQueue, beat: Heartbeat) -> None:
+    """Record ``beat`` (one small write: callers stamp every few seconds, not per block).
+
+    Raises:
+        QueueError: The queue could not be written.
+    """
     queue.set_meta(HEARTBEAT_KEY, json.dumps(asdict(beat)))
+
+
+def new_heartbeat(state: str, started_at: float, **details: Any) -> Heartbeat:
+    """A stamp of this process, now."""
+    me = current()
+    return Heartbeat(me.pid, time.time(), state, started_at, process_start=me.start, **details)
 
 
 def read_heartbeat(queue: DurableQueue) -> Heartbeat | None:
@@ -93,8 +129,27 @@ def read_heartbeat(queue: DurableQueue) -> Heartbeat | None:
     if raw is None:
         return None
     try:
-        return Heartbeat(**json.loads(raw))
-    except (ValueError, TypeError):
+        data = json.loads(raw)
+        known = {f.name for f in fields(Heartbeat)}
+        # A newer aclarai may have added fields: read the ones this one knows.
+        return Heartbeat(**{k: v for k, v in data.items() if k in known})
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def ask_for_stamp(queue: DurableQueue) -> float:
+    """Ask a running daemon to stamp its record now (``status --wait-idle``); return the time
+    asked."""
+    asked = time.time()
+    queue.set_meta(STAMP_REQUEST_KEY, repr(asked))
+    return asked
+
+
+def stamp_asked_at(queue: DurableQueue) -> float | None:
+    raw = queue.get_meta(STAMP_REQUEST_KEY)
+    try:
+        return None if raw is None else float(raw)
+    except ValueError:
         return None
 
 

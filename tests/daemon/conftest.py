@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from aclarai.daemon.loop.consumer import block_scores
+from aclarai.graph import block_key
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
+from tests.fixtures.processes import dies_with_us
 
 QUIET_S = 0.3
 GRACE_S = 1.0
@@ -120,6 +123,7 @@ class DaemonProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=dies_with_us(),
         )
         self.lines: list[str] = []
         self._cond = threading.Condition()
@@ -214,25 +218,53 @@ def score_problems(vault: Path, store: SqliteStore) -> list[str]:
             blocks = parse_note(path.read_text(encoding="utf-8")).blocks
         except (UnicodeDecodeError, OSError):
             continue
-        stored = store.get_blocks([b.id for b in blocks])
-        claims = store.claims_of_blocks([b.id for b in blocks])
+        keys = {b.id: block_key(rel, b.id) for b in blocks}
+        stored = store.get_blocks(keys.values())
+        claims = store.claims_of_blocks(keys.values())
         for block in blocks:
-            old = stored.get(block.id)
+            old = stored.get(keys[block.id])
             if old is None or old.hash != block.hash or old.file != rel or old.deleted_at:
                 problems.append(f"{rel}:{block.id}: store not in step ({old})")
                 continue
             stale = [
                 c.id
-                for c in claims[block.id]
+                for c in claims[keys[block.id]]
                 if c.score is None or c.score.evaluated_hash != block.hash
             ]
             if stale:
                 problems.append(f"{rel}:{block.id}: claims not evaluated for this text: {stale}")
                 continue
             want = {
-                k: round(v, 2) for k, v in block_scores(claims[block.id]).items() if v is not None
+                k: round(v, 2)
+                for k, v in block_scores(claims[keys[block.id]]).items()
+                if v is not None
             }
             have = {k: round(v, 2) for k, v in block.scores.items()}
             if want != have:
                 problems.append(f"{rel}:{block.id}: note says {have}, graph says {want}")
     return problems
+
+
+@pytest.fixture
+def notify_socket(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    """A datagram socket standing in for systemd's, collecting what it receives."""
+    path = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(0.2)
+    received: list[str] = []
+    stop = threading.Event()
+
+    def receive() -> None:
+        while not stop.is_set():
+            try:
+                received.append(sock.recv(4096).decode())
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=receive, daemon=True)
+    thread.start()
+    yield path, received
+    stop.set()
+    thread.join()
+    sock.close()

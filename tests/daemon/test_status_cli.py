@@ -7,11 +7,8 @@ import os
 import shlex
 import signal
 import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.systemd import sd_notify
@@ -145,31 +142,6 @@ def test_install_service_prints_and_writes_the_user_unit(tmp_path: Path) -> None
     out = cli("install-service", str(vault), env=env)
     assert str(unit) in out
     assert unit.read_text(encoding="utf-8") == printed
-
-
-@pytest.fixture
-def notify_socket(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """A datagram socket standing in for systemd's, collecting what it receives."""
-    path = str(tmp_path / "notify.sock")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(path)
-    sock.settimeout(0.2)
-    received: list[str] = []
-    stop = threading.Event()
-
-    def receive() -> None:
-        while not stop.is_set():
-            try:
-                received.append(sock.recv(4096).decode())
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=receive, daemon=True)
-    thread.start()
-    yield path, received
-    stop.set()
-    thread.join()
-    sock.close()
 
 
 def test_the_daemon_speaks_sd_notify(
