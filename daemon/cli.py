@@ -6,6 +6,8 @@ unreachable, 69 (EX_UNAVAILABLE) when ``resync``, ``evaluate`` or ``consume --bu
 model unreachable or every extraction or evaluation failed, 1 otherwise. A command whose reader
 goes away before it is done (``aclarai evaluate big.jsonl | head -1``) stops quietly with 141,
 the status of a Unix tool killed by SIGPIPE, so ``set -o pipefail`` scripts see the cut.
+``status --wait-idle --timeout S`` exits 124 (as ``timeout(1)``) when S passed before every
+change seen was graded.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 EX_UNAVAILABLE = 69
 EX_TEMPFAIL = 75
 EX_BROKEN_PIPE = 128 + 13
+EX_NOT_GRADED = 124
+"""``status --wait-idle``: the timeout passed before every change was graded (as timeout(1))."""
 
 Handler = Callable[[argparse.Namespace, Config], int]
 
@@ -54,7 +58,8 @@ def _vault(args: argparse.Namespace, config: Config) -> Path:
 
 def cmd_resync(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.loop.remote import hand_resync_to_daemon
-    from aclarai.daemon.loop.resync import format_summary, resync, terminal_progress
+    from aclarai.daemon.loop.resync import format_summary, resync
+    from aclarai.daemon.progress import progress_shown
 
     vault = _vault(args, config)
     if not args.log_level:
@@ -66,16 +71,15 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
     if answer is not None:
         print(answer.text)
         return 0 if answer.ok else 1
-    summary = resync(
-        config,
-        vault,
-        dry_run=args.dry_run,
-        reevaluate=args.reevaluate,
-        lock_timeout_s=args.wait,
-        progress=terminal_progress("syncing"),
-    )
-    if sys.stderr.isatty():
-        sys.stderr.write("\r")
+    with progress_shown("syncing", unit="notes") as progress:
+        summary = resync(
+            config,
+            vault,
+            dry_run=args.dry_run,
+            reevaluate=args.reevaluate,
+            lock_timeout_s=args.wait,
+            progress=progress,
+        )
     print(format_summary(summary))
     if summary.store_error is not None:
         return EX_TEMPFAIL
@@ -85,10 +89,21 @@ def cmd_resync(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_status(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.reports.status import collect_status, format_status
+    import json
 
-    print(format_status(collect_status(config, _vault(args, config), verify=args.verify)))
-    return 0
+    from aclarai.daemon.reports.idle import wait_idle
+    from aclarai.daemon.reports.status import collect_status, format_status, status_json
+
+    vault = _vault(args, config)
+    graded = not args.wait_idle or wait_idle(
+        config,
+        vault,
+        timeout_s=args.timeout,
+        say=lambda line: print(f"aclarai: {line}", file=sys.stderr, flush=True),
+    )
+    status = collect_status(config, vault, verify=args.verify)
+    print(json.dumps(status_json(status)) if args.json else format_status(status))
+    return 0 if graded else EX_NOT_GRADED
 
 
 def cmd_claims(args: argparse.Namespace, config: Config) -> int:
@@ -104,14 +119,19 @@ def cmd_claims(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.factory import build_evaluator
-    from aclarai.daemon.service.batch_eval import run_batch, terminal_counter
+    from aclarai.daemon.progress import progress_shown
+    from aclarai.daemon.service.batch_eval import run_batch
 
     state_dir = config.state_dir_for(Path(config.vault.path or "."))
     source = _open_input(args.file)
     if args.events:
         return _evaluate_events(args, config, source)
-    with source, build_evaluator(config, state_dir) as evaluator:
-        counts = run_batch(source, sys.stdout, evaluator, progress=terminal_counter())
+    with (
+        source,
+        build_evaluator(config, state_dir) as evaluator,
+        progress_shown("evaluating", unit="lines") as progress,
+    ):
+        counts = run_batch(source, sys.stdout, evaluator, progress=progress)
     if counts.errors:
         log.warning("%d line(s) could not be evaluated", counts.errors)
     if counts.evaluated and counts.failed == counts.evaluated:
@@ -242,14 +262,18 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
         import_sources,
         progress_display,
     )
+    from aclarai.daemon.vault.writer import remove_stale_temp_files
 
     vault = _vault(args, config)
+    into = args.into or config.import_.folder
+    if not args.dry_run:
+        remove_stale_temp_files(vault / into)
     fallback = build_transcript_reader(config, config.state_dir_for(vault))
     try:
         report = import_sources(
             [Path(source) for source in args.sources],
             vault,
-            args.into or config.import_.folder,
+            into,
             limits=import_limits(config),
             format_name=args.format,
             dry_run=args.dry_run,
@@ -267,11 +291,43 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_adopt(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.intake.adopt import adopt_files, format_adopt_report
+    from aclarai.daemon.progress import progress_shown
+    from aclarai.daemon.vault.writer import remove_stale_temp_files
 
-    report = adopt_files([Path(path) for path in args.paths], dry_run=args.dry_run)
+    if not args.dry_run:
+        for path in args.paths:
+            remove_stale_temp_files(Path(path))
+    with progress_shown("adopting", unit="notes") as progress:
+        report = adopt_files(
+            [Path(path) for path in args.paths],
+            dry_run=args.dry_run,
+            progress=progress,
+            dashboard=config.dashboard.path,
+        )
     for error in report.errors:
         print(f"aclarai: {error}", file=sys.stderr)
     print(format_adopt_report(report))
+    return 1 if report.errors else 0
+
+
+def cmd_unadopt(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.intake.unadopt import (
+        folders_adopting,
+        format_unadopt_report,
+        unadopt_files,
+    )
+    from aclarai.daemon.vault.writer import remove_stale_temp_files
+
+    paths = [Path(path) for path in args.paths]
+    if not args.dry_run:
+        for path in paths:
+            remove_stale_temp_files(path)
+    report = unadopt_files(paths, dry_run=args.dry_run)
+    for error in report.errors:
+        print(f"aclarai: {error}", file=sys.stderr)
+    for folder in folders_adopting(paths, config.adopt.folders):
+        print(f"aclarai: {folder} is in adopt.folders: resync adopts it again", file=sys.stderr)
+    print(format_unadopt_report(report))
     return 1 if report.errors else 0
 
 
@@ -319,9 +375,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print the unit instead of writing it")
     p.set_defaults(handler=cmd_install_service)
 
-    p = sub.add_parser("status", help="daemon, queue, dead letters and graph counts")
+    p = sub.add_parser(
+        "status",
+        help="daemon, activity, what is not graded yet, queue, dead letters and graph counts",
+        description="Exit 0; with --wait-idle, 0 once every change seen so far is graded and "
+        f"{EX_NOT_GRADED} when --timeout passes first.",
+    )
     p.add_argument("vault", nargs="?")
     p.add_argument("--verify", action="store_true", help="recompute hashes from the vault")
+    p.add_argument("--json", action="store_true", help="one JSON object (keys in the README)")
+    p.add_argument(
+        "--wait-idle",
+        action="store_true",
+        help=f"first wait until every change seen so far is graded (exit {EX_NOT_GRADED} "
+        "if --timeout passes first)",
+    )
+    p.add_argument(
+        "--timeout", type=float, metavar="S", help="seconds --wait-idle waits (default: forever)"
+    )
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("claims", help="the claims to look at: below the quality threshold")
@@ -340,10 +411,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", metavar="NAME", help="read every source as this format")
     p.set_defaults(handler=cmd_import)
 
-    p = sub.add_parser("adopt", help="give the paragraphs and list items of notes block ids")
+    p = sub.add_parser(
+        "adopt",
+        help="give the paragraphs and list items of notes block ids",
+        description="Add an id comment and an ^anchor after each paragraph and list item of "
+        "ordinary notes (two lines; one when it ends in your own ^id), so resync grades them. "
+        "Never written: the vault's template folder, the dashboard, empty list items, $$ math, "
+        "%% comments. `aclarai unadopt PATH` takes it all out again.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="note or folder of notes")
     p.add_argument("--dry-run", action="store_true", help="list what would be marked")
     p.set_defaults(handler=cmd_adopt)
+
+    p = sub.add_parser(
+        "unadopt",
+        help="undo adopt: take out the ids, anchors and scores adopt and resync added",
+        description="Take out of ordinary notes exactly the lines `aclarai adopt` and the score "
+        "write-back added (id comments, their ^blk- anchors, block=start lines, score comments), "
+        "byte for byte; a paragraph's own ^my-id stays. The next resync forgets the blocks. "
+        "Conversation notes are left alone.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="note or folder of notes")
+    p.add_argument("--dry-run", action="store_true", help="list what would be taken out")
+    p.set_defaults(handler=cmd_unadopt)
 
     p = sub.add_parser("evaluate", help='score {"id","source","claim"} JSON lines to stdout')
     p.add_argument("file", help="JSON-lines file, or - for standard input")

@@ -232,8 +232,11 @@ class DashboardSettings(_Section):
 class ImportSettings(_Section):
     folder: str = "conversations/"
     """Where imported conversations become notes, relative to the vault."""
-    inbox: str | None = "Inbox/"
-    """Vault folder whose dropped exports are imported (by resync and the daemon); None: off."""
+    inbox: str | None = "aclarai/inbox/"
+    """Vault folder whose dropped exports are imported (by resync and the daemon); None: off.
+
+    aclarai's own folder by default, beside the dashboard note: a folder the user's vault already
+    has (``Inbox/`` is common) holds notes, and its files must never be taken for exports."""
     archive: str = ".aclarai/imported/"
     """Where an imported inbox file is moved, relative to the vault (a dot folder: no notes)."""
     max_file_mb: float = Field(256.0, gt=0)
@@ -247,7 +250,9 @@ class ImportSettings(_Section):
 
 class AdoptSettings(_Section):
     folders: tuple[str, ...] = ()
-    """Vault folders whose ordinary notes the daemon adopts (gives block ids) as they change."""
+    """Vault folders whose ordinary notes the daemon adopts (gives block ids) as they change,
+    new paragraphs of adopted notes included; the vault's template folders and the dashboard
+    are never adopted."""
 
 
 class LoggingSettings(_Section):

@@ -5,9 +5,11 @@
 wikilinks to block anchors (``[[folder/Note#^blk-id|Note › first words]]``), pipe tables and
 Mermaid ``xychart-beta`` charts (Mermaid 10.5 and later, which every current Obsidian bundles).
 
-Text from notes (claims, block texts, justifications, errors) is escaped so that it renders as
-the same plain text: no Markdown emphasis, no HTML, no accidental wikilink, tag, block anchor or
-table cell boundary.
+Claims and block texts are shown as a reader of the note sees them
+(:func:`aclarai.parsers.reading.reader_text`: ``[[Canvas|lærred]]`` reads ``lærred``), and all
+text from notes (claims, block texts, justifications, errors) is escaped so that it renders as
+that same plain text: no Markdown emphasis, no HTML, no accidental wikilink, tag, block anchor or
+table cell boundary. A score is compared with the threshold as it is shown, to two decimals.
 
 The first line after the title says when the note was written; :func:`same_dashboard` compares
 two renderings without it, so a caller writes only when something else changed.
@@ -15,11 +17,14 @@ two renderings without it, so a caller writes only when something else changed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from aclarai.parsers.model import SCORE_NAMES
+from aclarai.parsers.reading import reader_text
 
 BINS = 10
 """Bars per score distribution: 0.0–0.1, …, 0.9–1.0 (1.0 counts in the last)."""
@@ -175,9 +180,7 @@ def _low_quality(data: DashboardData) -> str:
         lines.append(f"- **{_score(claim.quality)}** {_claim_line(claim)}")
         lines.append(f"    - {_scores_line(claim)}")
         if claim.verdict or claim.justification:
-            verdict = escape_text(claim.verdict or "")
-            why = escape_text(_cut(claim.justification or ""))
-            lines.append(f"    - verdict: {verdict}" + (f": {why}" if why else ""))
+            lines.append(f"    - {verdict_text(claim.verdict, claim.justification)}")
     return "\n".join(lines)
 
 
@@ -227,14 +230,14 @@ def _notes_table(notes: Sequence[NoteStats]) -> str:
         if note.weakest is not None:
             w = note.weakest
             link = block_link(w.file, w.block_id, w.block_text, in_table=True)
-            weakest = f"{_score(w.quality)} {escape_text(_cut(w.text, 80))} {link}"
+            weakest = f"{_score(w.quality)} {escape_text(_cut(reader_text(w.text), 80))} {link}"
         cells = [
             note_link(note.file),
             str(note.blocks),
             str(note.claims),
             _score(note.mean_quality) if note.mean_quality is not None else "",
             weakest,
-            escape_text(note.last_evaluated or ""),
+            unbroken_time(note.last_evaluated or ""),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -272,6 +275,8 @@ def _over_time(daily: Sequence[DailyQuality]) -> str:
     one_year = len({d.day[:4] for d in shown}) == 1
     days = ", ".join(f'"{d.day[5:] if one_year else d.day}"' for d in shown)
     means = ", ".join(f"{d.mean_quality:.3f}" for d in shown)
+    # Mermaid draws a line between points: one point alone draws nothing, a bar does.
+    series = "line" if len(shown) > 1 else "bar"
     latest = shown[-1]
     lines += [
         f"Daily mean quality of the claims, by the day they were last evaluated ({shown[0].day} "
@@ -283,7 +288,7 @@ def _over_time(daily: Sequence[DailyQuality]) -> str:
         '    title "Mean claim quality per day"',
         f"    x-axis [{days}]",
         '    y-axis "quality" 0 --> 1',
-        f"    line [{means}]",
+        f"    {series} [{means}]",
         "```",
     ]
     return "\n".join(lines)
@@ -321,8 +326,9 @@ def block_link(file: str, block_id: str, block_text: str, *, in_table: bool = Fa
     Inside a table the display separator is written ``\\|``, as Obsidian requires there.
     """
     name = wikilink_target(file).rsplit("/", 1)[-1]
-    words = " ".join(block_text.split()[:FIRST_WORDS])
-    if len(block_text.split()) > FIRST_WORDS:
+    read = reader_text(block_text).split()
+    words = " ".join(read[:FIRST_WORDS])
+    if len(read) > FIRST_WORDS:
         words += " …"
     display = escape_link_text(f"{name} › {words}" if words else name)
     separator = "\\|" if in_table else "|"
@@ -349,6 +355,43 @@ def escape_text(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
+def shown_threshold(threshold: float) -> float:
+    """The quality under which a claim's score, shown to two decimals, reads below ``threshold``.
+
+    A claim of quality 0.697 is shown as 0.70, so it is not listed below 0.70: a reader compares
+    what is shown. ``quality < shown_threshold(t)`` holds exactly when ``f"{quality:.2f}"`` is
+    below ``t`` (taken to two decimals too).
+    """
+    edge = Decimal(str(round(threshold, 2))) - Decimal("0.005")
+    bound = float(edge)
+    # No float is the edge itself: the first float above it is the first shown at the threshold.
+    return bound if Decimal(bound) > edge else math.nextafter(bound, math.inf)
+
+
+def verdict_text(verdict: str | None, justification: str | None) -> str:
+    """``Supported: 100% of …``: the verdict and why, the verdict said once (an evaluator's
+    justification may start with it already)."""
+    label = (verdict or "").replace("_", " ").strip().capitalize()
+    why = " ".join((justification or "").split())
+    if label and why.lower().startswith(label.lower() + ":"):
+        why = why[len(label) + 1 :].lstrip()
+    text = f"{label}: {why}" if label and why else label or why
+    return escape_text(_cut(text))
+
+
+_ISO_MINUTE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d)")
+
+
+def unbroken_time(iso: str) -> str:
+    """An ISO time as ``2024‑06‑03 09:00 UTC`` that a table cell cannot wrap: non-breaking
+    hyphens (U+2011) and spaces (U+00A0) where a browser would break the line."""
+    match = _ISO_MINUTE.match(iso)
+    if match is None:
+        return escape_text(iso).replace(" ", "\u00a0")
+    year, month, day, minute = match.groups()
+    return f"{year}\u2011{month}\u2011{day}\u00a0{minute}\u00a0UTC"
+
+
 def _cut(text: str, limit: int = CLAIM_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -367,7 +410,7 @@ def _scores_line(claim: ClaimRef) -> str:
 
 def _claim_line(claim: ClaimRef) -> str:
     link = block_link(claim.file, claim.block_id, claim.block_text)
-    return f"{escape_text(_cut(claim.text))} ({link})"
+    return f"{escape_text(_cut(reader_text(claim.text)))} ({link})"
 
 
 def _shown(shown: int, total: int, order: str) -> str:

@@ -221,6 +221,7 @@ TINY: dict[str, Tiny] = {
         rf"split_sentences  {RATE} utterances",
         (
             rf"^pysbd +(not installed|{RATE} utterances)$",
+            rf"^reader_text +{RATE} paragraphs of a real vault$",
             rf"^extractor +{RATE} blocks$",
             rf"^evaluator +{RATE} claims$",
             rf"^  with windows +{RATE} claims$",
@@ -256,6 +257,18 @@ TINY: dict[str, Tiny] = {
             ),
             rf"^consume 1 process  : +{N} entries/s   \(20 entries in {N} s\)$",
             rf"^consume 2 processes: +{N} entries/s   \(20 entries in {N} s\)$",
+        ),
+    ),
+    "worst_claims": Tiny(
+        "tests/data/vaults/kepano-obsidian --worst 20 --show 2",
+        r"worst claims of kepano-obsidian: \d+ notes, offline backend",
+        (
+            r"^blocks +[1-9]\d*$",
+            r"^claims +[1-9]\d*$",
+            rf"^adopt +{N} s$",
+            rf"^resync +{N} s$",
+            r"^false alarms +\d+ of the 20 worst claims$",
+            r"^target <= 5 of 100: (met|MISSED)$",
         ),
     ),
     "validation": Tiny(

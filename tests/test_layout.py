@@ -32,7 +32,7 @@ DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("factory",),
     ("intake",),
     ("vault",),
-    ("config", "logs"),
+    ("config", "logs", "progress"),
 )
 """daemon/'s sub-rooms and top-level modules, top first: each imports only what lies below it,
 so what two of them need lives below both."""

@@ -9,7 +9,7 @@ crash at any point leaves the queue on disk; the next run finishes the work.
 from __future__ import annotations
 
 import logging
-import sys
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,10 +22,11 @@ from aclarai.daemon.factory import (
     build_store,
     build_vault,
 )
-from aclarai.daemon.intake.adopt import adopt_files
+from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
 from aclarai.daemon.intake.importer import ImportReport, import_rows
 from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
+from aclarai.daemon.loop.liveness import Liveness
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.reports.dashboard import DashboardWrite, refresh_dashboard
 from aclarai.daemon.vault.control import UsageRecorder
@@ -63,7 +64,7 @@ class ResyncSummary:
     model_error: str | None = None
     """Why the model did nothing useful (unreachable, or every extraction or evaluation failed)."""
     imported: ImportReport | None = None
-    """What the inbox drain before the pass imported (``None``: no inbox, or a dry run)."""
+    """What the inbox drain before the pass imported, or would (``None``: no inbox)."""
 
     @property
     def ok(self) -> bool:
@@ -97,6 +98,8 @@ def reconcile(
         return not stats.store_errors
 
     report = notes.sync_vault(progress=progress, on_batch=drain)
+    if report.emptied and not stats.store_errors:
+        drop_emptied_blocks(notes, report.emptied)
     if reevaluate and not stats.store_errors:
         queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(notes.store))
     drain()
@@ -118,8 +121,12 @@ def dry_run_summary(
     *,
     quality_threshold: float,
     progress: Callable[[int], None] | None = None,
+    imported: ImportReport | None = None,
 ) -> ResyncSummary:
-    """What a pass would change, changing nothing (``resync --dry-run``, here or by the daemon)."""
+    """What a pass would change, changing nothing (``resync --dry-run``, here or by the daemon).
+
+    ``imported`` is what draining the inbox would import (a dry-run drain's report).
+    """
     report = notes.sync_vault(dry_run=True, progress=progress)
     return ResyncSummary(
         notes.vault.root,
@@ -130,6 +137,7 @@ def dry_run_summary(
         time.monotonic() - started,
         dry_run=True,
         quality_threshold=quality_threshold,
+        imported=imported,
     )
 
 
@@ -162,15 +170,27 @@ def resync(
         try:
             notes = NoteSync(vault, store, None if dry_run else queue)
             if dry_run:
+                inbox = inbox_for(config, vault.root)
                 return dry_run_summary(
-                    notes, state_dir, started, quality_threshold=threshold, progress=progress
+                    notes,
+                    state_dir,
+                    started,
+                    quality_threshold=threshold,
+                    progress=progress,
+                    imported=drain_inbox(inbox, dry_run=True)[0] if inbox is not None else None,
                 )
+            record = Liveness(queue, started_at=time.time(), role=ONE_SHOT_ROLE)
+            record.stamp("running", "syncing")
             queue.recover_inflight()
             queue.make_due()
             remove_stale_temp_files(vault.root)
             inbox = inbox_for(config, vault.root)
             imported = drain_inbox(inbox)[0] if inbox is not None else None
-            adopt_files(vault.root / folder for folder in config.adopt.folders)
+            adopt_files(
+                (vault.root / folder for folder in config.adopt.folders),
+                root=vault.root,
+                dashboard=config.dashboard.path,
+            )
             report, stats = SyncReport(), DrainStats()
             usage: dict[str, int] = {}
             store_error: str | None = None
@@ -188,6 +208,7 @@ def resync(
                         config.window.claimify,
                         reevaluate=reevaluate,
                         index=agents.index,
+                        progress=record.grading,
                     )
                     report, stats = reconcile(
                         notes, consumer, queue, reevaluate=reevaluate, progress=progress
@@ -206,6 +227,10 @@ def resync(
             if store_error is None and stats.store_errors:
                 store_error = stats.store_errors[0]
             model_error = stats.model_failure()
+            if store_error or model_error:
+                record.error(store_error or model_error or "")
+            record.looked()
+            record.stamp("stopped")
             dashboard = None
             if store_error is None:
                 if model_error is None:
@@ -305,6 +330,8 @@ def format_summary(summary: ResyncSummary) -> str:
         width = max(width, *(len(k) + 2 for k, _ in import_rows(summary.imported)))
     title = "aclarai resync" + (" --dry-run" if summary.dry_run else "") + f": {summary.vault}"
     lines = [title, "-" * len(title)]
+    if _nothing_adopted(summary):
+        return "\n".join([*lines, *_adopt_hint(summary.vault, s.files_seen)])
     if summary.imported is not None:
         imported = import_rows(summary.imported)
         lines.append("step 1, import the inbox:")
@@ -313,7 +340,13 @@ def format_summary(summary: ResyncSummary) -> str:
         lines.append("step 2, sync and grade:")
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
     if summary.dry_run:
-        lines.append("would sync and evaluate:" if s.dirty_files else "nothing would change")
+        importing = summary.imported is not None and (
+            summary.imported.created or summary.imported.extended
+        )
+        if s.dirty_files or not importing:
+            lines.append("would sync and evaluate:" if s.dirty_files else "nothing would change")
+        else:
+            lines.append("would sync and evaluate the imported notes")
         lines += [f"  {rel}: {n} block(s)" for rel, n in sorted(s.dirty_files.items())]
     if summary.store_error is not None:
         lines += [
@@ -328,14 +361,27 @@ def format_summary(summary: ResyncSummary) -> str:
     return "\n".join(lines)
 
 
-def terminal_progress(label: str) -> Callable[[int], None] | None:
-    """A one-line progress counter on a terminal; nothing when stderr is not one."""
-    if not sys.stderr.isatty():
-        return None
+def _nothing_adopted(summary: ResyncSummary) -> bool:
+    """A readable vault of ordinary notes: no block in it nor in the graph, nothing failed."""
+    s, c = summary.synced, summary.counts
+    return (
+        s.blocks_seen == 0
+        and c is not None
+        and c.blocks == 0
+        and not s.errors
+        and summary.ok
+        and summary.model_error is None
+    )
 
-    def show(n: int) -> None:
-        if n % 100 == 0:
-            sys.stderr.write(f"\r{label}: {n} notes")
-            sys.stderr.flush()
 
-    return show
+def _adopt_hint(vault: Path, notes: int) -> list[str]:
+    """What to do with a vault whose notes have no aclarai blocks yet."""
+    quoted = shlex.quote(str(vault))
+    return [
+        f"{notes} note(s), none with aclarai blocks yet: nothing to grade.",
+        "To grade your own notes, give each paragraph a block id first, then resync:",
+        f"  aclarai adopt {quoted}",
+        f"  aclarai resync {quoted}",
+        "`aclarai adopt FOLDER` adopts one folder only, `aclarai unadopt` takes the ids out",
+        "again, and adopt.folders in the config has resync and the daemon adopt new notes.",
+    ]

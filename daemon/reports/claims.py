@@ -8,7 +8,7 @@ from pathlib import Path
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_store, build_vault
 from aclarai.daemon.reports.dashboard import claim_ref
-from aclarai.parsers import AclaraiError, ClaimRef
+from aclarai.parsers import AclaraiError, ClaimRef, shown_threshold
 
 CLAIM_TEXT_SHOWN = 80
 
@@ -21,8 +21,9 @@ def list_claims(
     note: str | None = None,
     failed: bool = False,
 ) -> list[ClaimRef]:
-    """The claims below ``below`` (default ``threshold.claim_quality``), worst first, or with
-    ``failed`` those whose evaluation left a null score, in file order.
+    """The claims below ``below`` (default ``threshold.claim_quality``) as their quality is
+    shown (two decimals), worst first, or with ``failed`` those whose evaluation left a null
+    score, in file order.
 
     Args:
         note: Only this note's claims: a path inside the vault, or relative to it.
@@ -34,7 +35,7 @@ def list_claims(
     if not (state_dir / QUEUE_FILE).exists():
         raise AclaraiError("no state yet: run `aclarai resync` first")
     rel = None if note is None else _note_rel(config, vault_root, note)
-    threshold = config.threshold.claim_quality if below is None else below
+    threshold = shown_threshold(config.threshold.claim_quality if below is None else below)
     store = build_store(config, state_dir)
     try:
         if failed:

@@ -18,7 +18,7 @@ from aclarai.daemon.config import Config
 from aclarai.daemon.vault.control import read_paused
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.daemon.vault.writer import create_if_absent, sha256_bytes, write_if_unchanged
-from aclarai.graph import GraphStore, StoredBlock, StoredClaim
+from aclarai.graph import GraphStore, StoredBlock, StoredClaim, key_block_id
 from aclarai.parsers import (
     AclaraiError,
     ClaimRef,
@@ -28,6 +28,7 @@ from aclarai.parsers import (
     format_utc,
     render_dashboard,
     same_dashboard,
+    shown_threshold,
     utc_now,
 )
 
@@ -52,7 +53,7 @@ def claim_ref(claim: StoredClaim, block: StoredBlock | None) -> ClaimRef:
         claim_id=claim.id,
         text=claim.text,
         file=block.file if block is not None else "",
-        block_id=claim.block_id,
+        block_id=key_block_id(claim.block_id),
         block_text=block.text if block is not None else "",
         entailed_score=score.entailed_score if score else None,
         coverage_score=score.coverage_score if score else None,
@@ -69,9 +70,11 @@ def collect_dashboard(
 ) -> DashboardData:
     """What the dashboard shows, from the store and the queue."""
     threshold = config.threshold.claim_quality
-    low = store.low_quality_claims(threshold, CLAIMS_SHOWN)
+    # Listed below the threshold: the claims whose quality, as shown, is below it.
+    below = shown_threshold(threshold)
+    low = store.low_quality_claims(below, CLAIMS_SHOWN)
     failed = store.failed_claims()
-    notes = store.note_stats(threshold)
+    notes = store.note_stats(below)
     weakest_ids = {n.weakest.block_id for n in notes if n.weakest is not None}
     blocks = store.get_blocks({c.block_id for c in (*low, *failed[:CLAIMS_SHOWN])} | weakest_ids)
     notes = [
@@ -91,7 +94,8 @@ def collect_dashboard(
         score_counts=store.score_counts(),
         daily=store.daily_quality(),
         dead_letters=[
-            DeadLetter(e.block_id, e.file, e.last_error or "") for e in queue.dead_letters()
+            DeadLetter(key_block_id(e.block_id), e.file, e.last_error or "")
+            for e in queue.dead_letters()
         ],
         queue_depth=queue.depth(),
         paused=read_paused(queue, state_dir),
@@ -104,7 +108,9 @@ def collect_dashboard(
 def _with_block_text(note: NoteStats, block: StoredBlock) -> NoteStats:
     if note.weakest is None:
         return note
-    return replace(note, weakest=replace(note.weakest, block_text=block.text))
+    return replace(
+        note, weakest=replace(note.weakest, block_id=block.block_id, block_text=block.text)
+    )
 
 
 def write_dashboard(

@@ -9,7 +9,6 @@ scored and written in small chunks.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -109,15 +108,3 @@ def run_batch(
             progress(count)
     out.flush()
     return BatchCounts(errors, evaluated, failed)
-
-
-def terminal_counter() -> Callable[[int], None] | None:
-    if not sys.stderr.isatty():
-        return None
-
-    def show(n: int) -> None:
-        if n % 50 == 0:
-            sys.stderr.write(f"\revaluated {n} claims")
-            sys.stderr.flush()
-
-    return show

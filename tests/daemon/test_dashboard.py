@@ -18,8 +18,8 @@ from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.loop.resync import format_summary, resync
 from aclarai.daemon.reports.dashboard import DashboardRefresher
-from aclarai.graph import GraphStore
-from aclarai.parsers import ConfigError
+from aclarai.graph import GraphStore, key_block_id
+from aclarai.parsers import ConfigError, shown_threshold
 from tests.daemon.conftest import DaemonProcess, note_text, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_the_dashboard_is_never_a_note(vault: Path, config: Config) -> None:
     store = build_store(config, config.state_dir_for(vault))
     try:
         assert DASHBOARD not in store.file_states()
-        assert store.get_blocks(["blk-dash1"]) == {}
+        assert store.live_blocks_with_ids(["blk-dash1"]) == []
     finally:
         store.close()
     notes = [note.rel for note in build_vault(config, vault).iter_notes()]
@@ -130,14 +130,15 @@ def test_null_path_turns_the_dashboard_off(vault: Path, tmp_path: Path) -> None:
     )
     summary = resync(config, vault)
     assert summary.dashboard is None
-    assert not (vault / "aclarai").exists()
+    assert not (vault / "aclarai" / "Dashboard.md").exists()
     with pytest.raises(ConfigError, match=r"dashboard\.path"):
         load_config(env={"ACLARAI_DASHBOARD__PATH": "../outside.md"})
 
 
 def _fail_one_claim(store: GraphStore, block_id: str) -> str:
     """Record a failed evaluation (null entailment) on the block's first claim; its id."""
-    [first, *_] = store.claims_of_blocks([block_id])[block_id]
+    [block] = store.live_blocks_with_ids([block_id])
+    [first, *_] = store.claims_of_blocks([block.id])[block.id]
     assert first.score is not None
     store.write_scores(
         [dataclasses.replace(first.score, entailed_score=None, status="timeout", verdict=None)]
@@ -226,16 +227,16 @@ def test_claims_lists_the_low_quality_claims_worst_first(
 
     store = build_store(config, config.state_dir_for(vault))
     try:
-        below = store.low_quality_claims(0.70, None)
+        below = store.low_quality_claims(shown_threshold(0.70), None)
     finally:
         store.close()
 
     assert main(["claims", str(vault)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(below) > 0
-    assert f"#^{below[0].block_id}  " in lines[0]
+    assert f"#^{key_block_id(below[0].block_id)}  " in lines[0]
     qualities = [float(line.split()[0]) for line in lines]
-    assert qualities == sorted(qualities) and all(q <= 0.70 for q in qualities), "2 decimals"
+    assert qualities == sorted(qualities) and all(q < 0.70 for q in qualities), "as shown"
     assert "meetings/2024-06-05 Planning.md#^blk-de06ce  He said it would be done by Friday." in (
         "\n".join(lines)
     )
@@ -311,3 +312,35 @@ def test_a_pass_that_changes_nothing_leaves_the_dashboard_without_asking_the_sto
     assert (vault / DASHBOARD).stat().st_mtime_ns == written
     (vault / DASHBOARD).unlink()
     assert resync(config, vault).dashboard.written, "a missing dashboard is written again"
+
+
+def test_a_claim_shown_as_0_70_is_not_listed_below_0_70(
+    vault: Path, config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    resync(config, vault)
+    state = config.state_dir_for(vault)
+    store, queue = build_store(config, state), build_queue(config, state)
+    try:
+        [first, *_] = store.low_quality_claims(1.01, 1)
+        assert first.score is not None
+        three = dict.fromkeys(("entailed_score", "coverage_score", "decontextualization_score"))
+        store.write_scores([dataclasses.replace(first.score, **{k: 0.697 for k in three})])
+        result = DashboardRefresher(config, vault, store, queue, model="m").maybe_write()
+    finally:
+        store.close()
+        queue.close()
+
+    assert result is not None and result.written
+    text = (vault / DASHBOARD).read_text(encoding="utf-8")
+    listed = text.split("## Claims below quality 0.70", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^- \*\*(\d\.\d\d)\*\*", listed, re.M)
+    assert shown and "0.70" not in shown and all(float(q) < 0.70 for q in shown)
+    assert main(["claims", str(vault)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(float(line.split()[0]) < 0.70 for line in lines)
+    assert main(["claims", str(vault), "--below", "0.71", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert first.id in {r["claim_id"] for r in records}, "shown as 0.70, it is below 0.71"
+    assert main(["claims", str(vault), "--json"]) == 0
+    ids = [json.loads(line)["claim_id"] for line in capsys.readouterr().out.splitlines()]
+    assert first.id not in ids and len(ids) == len(lines)

@@ -18,6 +18,7 @@ from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.resync import format_summary, resync
 from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.notesync import NoteSync
+from aclarai.graph import block_key
 from aclarai.parsers import SCORE_NAMES, parse_note
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,10 +49,10 @@ def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
     after = snapshot(vault)
     assert after["Ideas.md"] == before["Ideas.md"]
     assert after[".obsidian/app.json"] == before[".obsidian/app.json"]
-    # sample_vault/Inbox holds a ChatGPT export (2 conversations) and a Slack day file.
+    # sample_vault/aclarai/inbox holds a ChatGPT export (2 conversations) and a Slack day file.
     assert summary.imported is not None and summary.imported.created == 3
     imported = set(summary.imported.notes)
-    assert not (vault / "Inbox" / "conversations.json").exists()
+    assert not (vault / "aclarai" / "inbox" / "conversations.json").exists()
     assert summary.synced.files_with_markers == 10
     assert summary.drain.files_written == 10
     assert summary.counts is not None and summary.counts.blocks == summary.synced.blocks_seen
@@ -67,10 +68,10 @@ def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
                 assert all(b.version in (1, 2) for b in note.blocks)
                 continue
             old = {b.id: b for b in parse_note(before[rel].decode()).blocks}
-            claims = store.claims_of_blocks([b.id for b in note.blocks])
+            claims = store.claims_of_blocks([block_key(rel, b.id) for b in note.blocks])
             for block in note.blocks:
                 assert block.hash == old[block.id].hash
-                found = claims[block.id]
+                found = claims[block_key(rel, block.id)]
                 scored = [c for c in found if c.score is not None]
                 if not scored:
                     assert block.scores == {} and block.version == old[block.id].version
@@ -117,7 +118,7 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
     text = path.read_text()
     path.write_text(text.replace("roughly 1,200 orders", "roughly 3,400 orders"))
     others = {k: v for k, v in snapshot(vault).items() if k != rel}
-    blocks = [b.id for b in parse_note(path.read_text()).blocks]
+    blocks = [block_key(rel, b.id) for b in parse_note(path.read_text()).blocks]
     at = next(i for i, b in enumerate(parse_note(path.read_text()).blocks) if "3,400" in b.text)
     window = config.window.claimify
     neighbours = blocks[max(0, at - window.f) : at] + blocks[at + 1 : at + 1 + window.p]
@@ -134,7 +135,8 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
     edited = next(b for b in parse_note(path.read_text()).blocks if "3,400" in b.text)
     store = build_store(config, config.state_dir_for(vault))
     try:
-        [claim] = store.claims_of_blocks([edited.id])[edited.id]
+        key = block_key(rel, edited.id)
+        [claim] = store.claims_of_blocks([key])[key]
         assert claim.score is not None and claim.score.evaluated_hash == edited.hash
         assert "3,400" in claim.text
     finally:
@@ -179,24 +181,23 @@ def test_cli_resync_prints_a_summary(vault: Path, tmp_path: Path) -> None:
     assert "does not exist" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_duplicate_ids_reported_once_and_second_copy_skipped(vault: Path, config: Config) -> None:
+def test_a_copied_note_has_blocks_of_its_own_ids_being_note_scoped(
+    vault: Path, config: Config
+) -> None:
     src = vault / "meetings/2024-06-03 Standup.md"
     copy = vault / "zz-copy.md"
     shutil.copy(src, copy)
     summary = resync(config, vault)
-    assert summary.synced.duplicates
-    ids = {d[0] for d in summary.synced.duplicates}
-    assert len(ids) == len(summary.synced.duplicates)
-    assert all(
-        d[1] == "meetings/2024-06-03 Standup.md" and d[2] == "zz-copy.md"
-        for d in summary.synced.duplicates
-    )
+    assert summary.synced.duplicates == []
+    ids = [b.id for b in parse_note(copy.read_text()).blocks]
     store = build_store(config, config.state_dir_for(vault))
     try:
-        assert all(b.file != "zz-copy.md" for b in store.get_blocks(ids).values())
+        for rel in ("meetings/2024-06-03 Standup.md", "zz-copy.md"):
+            held = store.get_blocks(block_key(rel, i) for i in ids)
+            assert [b.file for b in held.values()] == [rel] * len(ids)
     finally:
         store.close()
-    assert "aclarai:entailed_score" not in copy.read_text()
+    assert "aclarai:entailed_score" in copy.read_text()
 
 
 class FlakyEvaluator(Evaluator):
@@ -305,18 +306,18 @@ def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
         + "\n"
     )
     summary = resync(config, vault)
-    assert [(d[0], d[1]) for d in summary.synced.duplicates] == [
-        (original.id, "meetings/2024-06-03 Standup.md")
-    ]
+    assert summary.synced.duplicates == []
+    original_key = block_key("meetings/2024-06-03 Standup.md", original.id)
     store = build_store(config, config.state_dir_for(vault))
     try:
-        assert (
-            store.get_blocks([original.id])[original.id].file
-            == source.relative_to(vault).as_posix()
-        )
-        assert all(
-            b.id != original.id for b in store.blocks_of_file("meetings/2024-06-05 Planning.md")
-        )
+        kept = store.get_blocks([original_key])[original_key]
+        assert (kept.text, kept.deleted_at) == (original.text, None)
+        copies = [
+            b
+            for b in store.blocks_of_file("meetings/2024-06-05 Planning.md")
+            if b.block_id == original.id
+        ]
+        assert [b.id for b in copies] == [block_key("meetings/2024-06-05 Planning.md", original.id)]
     finally:
         store.close()
 

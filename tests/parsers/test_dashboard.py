@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -24,6 +25,9 @@ from aclarai.parsers.dashboard import (
     block_link,
     escape_link_text,
     escape_text,
+    shown_threshold,
+    unbroken_time,
+    verdict_text,
 )
 
 WHEN = "2024-06-03T09:00:00Z"
@@ -124,7 +128,7 @@ def test_full_dashboard_sections_and_charts() -> None:
     assert text.endswith("\n") and not text.endswith("\n\n")
     assert "- **0.40** The deploy failed twice. ([[meetings/2024-06-03 Standup#^blk-q1w2e3|" in text
     assert "    - entailed 0.50 · coverage 0.40 · decontextualization 0.30" in text
-    assert "    - verdict: weakly\\_supported: Only partly said." in text
+    assert "    - Weakly supported: Only partly said." in text
     assert "- model: offline:1" in text
     assert "- dead letters: 1\n    - [[x#^blk-9|x]]: boom \\| bang" in text
     charts = _mermaid_blocks(text)
@@ -136,8 +140,7 @@ def test_full_dashboard_sections_and_charts() -> None:
         '    y-axis "claims" 0 --> 11',
         "    bar [3, 3, 0, 0, 0, 4, 0, 0, 0, 11]",
     ]
-    assert charts[3].splitlines()[-1] == "    line [0.810]"
-    # One day draws no line: the text says it too.
+    assert charts[3].splitlines()[-1] == "    bar [0.810]"
     assert "(2024-06-03 to 2024-06-03). Latest: 2024-06-03, 0.81 over 4 claims." in text
     assert '    x-axis ["06-03"]' in charts[3]
 
@@ -242,3 +245,78 @@ def test_quality_over_time_shows_the_last_days_with_legible_labels() -> None:
     [*_, chart] = _mermaid_blocks(render_dashboard(_data(daily=across), WHEN))
     assert '    x-axis ["2024-12-31", "2025-01-01"]' in chart
     assert "    line [0.500, 0.700]" in chart
+
+
+# --- issue 21, item 8: the dashboard as a reader sees it ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block_text", "label"),
+    [
+        ("See [[Canvas|lærred]] for the docs.", "Note › See lærred for the docs."),
+        ("[YAML](https://yaml.org/)-format properties.", "Note › YAML-format properties."),
+        ("# Accepted file formats", "Note › Accepted file formats"),
+        ("- A list item, [[Accepted file formats|file types]].", "Note › A list item, file types."),
+        ("It’s **bold** and ==marked==.", "Note › It's bold and marked."),
+    ],
+    ids=["wikilink_alias", "markdown_link", "heading", "list_item", "emphasis_and_quotes"],
+)
+def test_labels_show_the_rendered_text(block_text: str, label: str) -> None:
+    link = block_link("a/Note.md", "blk-1", block_text)
+    assert link == f"[[a/Note#^blk-1|{label}]]"
+    assert not {"⟦", "⟧", "¦", "＃"} & set(link)
+
+
+def test_labels_stay_safe_when_the_rendered_text_holds_link_syntax() -> None:
+    # Code keeps its characters when rendered; in a label they must not end the link.
+    link = block_link("Note.md", "blk-1", "Type `]] | #` here", in_table=True)
+    [match] = WIKILINK.findall(link)
+    assert match == ("Note#^blk-1\\", "Note › Type ⟧⟧ ¦ ＃ here")
+
+
+def test_claim_text_is_shown_rendered() -> None:
+    text = render_dashboard(_data(low_quality=[_claim(text="The app has no [[Ribbon]].")]), WHEN)
+    assert "- **0.40** The app has no Ribbon. ([[meetings/" in text
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.4, 0.5, 0.05, 0.2, 0.99, 1.0, 0.3])
+def test_a_claim_shown_as_the_threshold_is_not_below_it(threshold: float) -> None:
+    bound = shown_threshold(threshold)
+    near = [bound, math.nextafter(bound, 0), math.nextafter(bound, 1), threshold - 0.005]
+    near += [threshold - k / 1000 for k in range(12)] + [threshold + 0.001]
+    for quality in near:
+        shown = float(f"{quality:.2f}")
+        assert (quality < bound) == (shown < threshold), (threshold, quality, f"{quality:.2f}")
+    assert 0.694 < shown_threshold(0.70) <= 0.697
+
+
+def test_each_entry_says_the_verdict_once() -> None:
+    claim = _claim(
+        verdict="supported",
+        justification="Supported: 100% of the claim's content words appear in the source.",
+    )
+    text = render_dashboard(_data(low_quality=[claim]), WHEN)
+    assert "    - Supported: 100\\% of the claim's content words appear in the source.\n" in text
+    assert text.lower().count("supported") == 1
+    assert verdict_text("weakly_supported", "Only partly said.") == (
+        "Weakly supported: Only partly said."
+    )
+    assert verdict_text("unsupported", None) == "Unsupported"
+    assert verdict_text(None, "No verdict, a reason.") == "No verdict, a reason."
+
+
+def test_a_chart_with_one_day_draws_a_bar() -> None:
+    [*_, one] = _mermaid_blocks(render_dashboard(_data(), WHEN))
+    assert one.splitlines()[-2:] == ['    y-axis "quality" 0 --> 1', "    bar [0.810]"]
+    two = [DailyQuality("2024-06-03", 0.81, 4), DailyQuality("2024-06-04", 0.5, 1)]
+    [*_, chart] = _mermaid_blocks(render_dashboard(_data(daily=two), WHEN))
+    assert chart.splitlines()[-1] == "    line [0.810, 0.500]"
+
+
+def test_timestamps_do_not_wrap_in_the_table() -> None:
+    text = render_dashboard(_data(), WHEN)
+    [row] = [line for line in text.splitlines() if line.startswith("| [[meetings/")]
+    cell = row.split(" | ")[-1].removesuffix(" |")
+    assert cell == "2024\u201106\u201103\u00a009:00\u00a0UTC"
+    assert not re.search(r"[\s-]", cell.replace("\u00a0", "")), "no place to break the line"
+    assert unbroken_time("soon ish") == "soon\u00a0ish"
