@@ -362,10 +362,12 @@ def format_summary(summary: ResyncSummary) -> str:
 
 
 def _nothing_adopted(summary: ResyncSummary) -> bool:
-    """A readable vault of ordinary notes: no block in it nor in the graph, nothing failed."""
+    """A readable vault of ordinary notes: no block in it nor in the graph, none just removed
+    from it (an unadopt), nothing failed."""
     s, c = summary.synced, summary.counts
     return (
         s.blocks_seen == 0
+        and s.deleted_blocks == 0
         and c is not None
         and c.blocks == 0
         and not s.errors

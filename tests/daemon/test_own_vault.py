@@ -50,3 +50,20 @@ def test_a_graph_with_blocks_is_reported_as_usual_even_when_no_note_was_read(
 
     assert "nothing to grade" not in again
     assert "graph: blocks / claims" in again
+
+
+def test_the_resync_after_unadopt_reports_the_blocks_it_removed(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(KEPANO, vault)
+    env = daemon_env(ACLARAI_STATE_DIR=str(tmp_path / "state"))
+    cli("adopt", str(vault), env=env)
+    cli("resync", str(vault), env=env)
+    cli("unadopt", str(vault), env=env)
+
+    after = cli("resync", str(vault), env=env)
+    again = cli("resync", str(vault), env=env)
+
+    removed = next(line for line in after.splitlines() if line.startswith("blocks marked deleted"))
+    assert int(removed.split()[-1]) > 0
+    assert "nothing to grade" not in after
+    assert "nothing to grade" in again
