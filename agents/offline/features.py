@@ -211,7 +211,7 @@ def normalise(text: str) -> str:
     """Curly apostrophes made straight, "forty-seven" written "47", "2018–19" "2018–2019",
     full-width letters and digits ("１４００") written narrow."""
     text = text.replace("’", "'")
-    if _FULL_WIDTH.search(text):
+    if not text.isascii() and _FULL_WIDTH.search(text):
         text = unicodedata.normalize("NFKC", text)
     if "ty" in text:
         text = _COMPOUND_NUMBER.sub(_compound_number, text)

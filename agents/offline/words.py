@@ -23,7 +23,8 @@ _KANA_ONLY = re.compile("[\u3040-\u309f\u30fc]+")
 def find_words(text: str) -> list[str]:
     """The words of ``text``; a run of kana or Han characters gives its character pairs."""
     words = WORD_PATTERN.findall(text)
-    if not UNSPACED_CHAR.search(text):
+    # isascii() reads a flag CPython keeps on the string: most text needs no scan at all.
+    if text.isascii() or not UNSPACED_CHAR.search(text):
         return words
     found: list[str] = []
     for word in words:
