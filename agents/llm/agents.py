@@ -380,7 +380,15 @@ class LLMEvaluator(Evaluator):
         results: list[Score | None] = [None] * len(items)
         keys = [self._key(item) for item in items]
         pending: list[int] = []
+        # Equal items (two notes rendering to the same text) are asked once: a model handed
+        # the same claim twice in one call tends to answer it once.
+        first: dict[str, int] = {}
+        copies: list[tuple[int, int]] = []
         for i, key in enumerate(keys):
+            if key in first:
+                copies.append((i, first[key]))
+                continue
+            first[key] = i
             stored = self._cache.get(key) if self._cache is not None else None
             score = _score_from_json(stored) if stored is not None else None
             if score is None:
@@ -404,6 +412,8 @@ class LLMEvaluator(Evaluator):
             score = results[i]
             if self._cache is not None and score is not None and score.status == "ok":
                 self._cache.put(keys[i], _score_to_json(score))
+        for i, original in copies:
+            results[i] = results[original]
         return [score if score is not None else _failed(None) for score in results]
 
     def _key(self, item: EvalItem) -> str:

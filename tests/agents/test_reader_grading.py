@@ -323,6 +323,26 @@ def test_llm_evaluator_is_sent_the_rendered_text(
     assert "[[" not in sent
 
 
+def test_items_equal_once_rendered_are_asked_once(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    # A scripted model that, like a small real one, answers a repeated claim only once.
+    llm_server.responder = combined_responder(skip=frozenset({"c2"}))
+    evaluator = LLMEvaluator(make_client(), models=RoleModels(default="grader"))
+
+    marked, plain = evaluator.evaluate_batch(
+        [
+            EvalItem("The app has no Ribbon.", "The app has no [[Ribbon]]."),
+            EvalItem("The app has no Ribbon.", "The app has no Ribbon."),
+        ]
+    )
+
+    assert marked.status == plain.status == "ok"
+    assert marked == plain
+    [request] = llm_server.chat_requests
+    assert request.user_text.count("Claim c") == 1
+
+
 def test_llm_extractor_reads_the_prose(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
