@@ -51,7 +51,9 @@ from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, Probl
 
 _BOM = "\ufeff"
 _INDENTED = re.compile(r"^(?: {0,3}\t| {4})", re.MULTILINE)
+_EMPTY_ITEM = re.compile(r"[ \t]*(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]+\[.?\])?[ \t]*\r?$")
 _OWN_ID = re.compile(r"\s\^([A-Za-z0-9-]+)$")
+_ADOPT_ID = re.compile(r"blk-[A-Za-z0-9-]+")
 """An Obsidian block id the user wrote at the end of a line."""
 _ZONE_LINES = 8
 """How far below an id comment its ``^anchor`` is looked for (three score comments and more)."""
@@ -181,6 +183,12 @@ def _has_adopt_mark(lines: Sequence[str], code: frozenset[int], start: int) -> b
     return False
 
 
+def is_adopt_id(block_id: str) -> bool:
+    """Whether ``block_id`` has the form of the ids aclarai makes (``blk-…``), not one a user
+    wrote by hand (``summary``)."""
+    return _ADOPT_ID.fullmatch(block_id) is not None
+
+
 def _read_header(lines: Sequence[str]) -> tuple[int, dict[str, object]]:
     """Index of the first line after frontmatter and leading metadata comments, and their dict."""
     metadata: dict[str, object] = {}
@@ -306,9 +314,9 @@ class _Scanner:
                 at.append(index)
             above = tuple(legacy) if own_line else ()
             if self.adopted:
-                first = _last_element(pending, bool(at) and at[0] == 0)
+                first, end = _last_element(pending, bool(at) and at[0] == 0)
                 self._unclaim(pending, at, first)
-                pending = pending[first:]
+                pending = pending[first:end]
             index = self._end_block(index, marker, pending, above)
             pending, at = [], []
             legacy = []
@@ -478,22 +486,26 @@ def _append_text(pending: list[str], line: str, found: LineComments) -> bool:
     return bool(kept)
 
 
-def _last_element(pending: list[str], note_start: bool) -> int:
-    """Where in ``pending`` the last Markdown element starts (a list's last item): an adopted
-    note's block. Adopt puts the id comment right after its element, so one that a blank line
-    parts from the text above has none (``len(pending)``): its paragraph was deleted.
+def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
+    """Where in ``pending`` the last Markdown element starts (a list's last item) and ends: an
+    adopted note's block; empty when no text is left (its paragraph was deleted). Blank
+    lines and empty list items right above the id comment belong to no element: a user who
+    pressed Enter after a paragraph or a list item has not parted it from its id.
     ``note_start``: ``pending`` starts at the note's first line (BOM and all)."""
-    if pending and _is_blank(pending[-1]):
-        return len(pending)
+    end = len(pending)
+    while end and (_is_blank(pending[end - 1]) or _EMPTY_ITEM.match(pending[end - 1])):
+        end -= 1
     start = 0
-    while start < len(pending) and _is_blank(pending[start]):
+    while start < end and _is_blank(pending[start]):
         start += 1
-    body = pending[start:]
+    if start == end:
+        return len(pending), len(pending)
+    body = pending[start:end]
     if len(body) < 2 or not (
         body[0][:1].isspace()
         or any(_is_blank(line) or _MAY_START_ELEMENT.match(line) for line in body)
     ):
-        return start
+        return start, end
     if note_start and start == 0:
         body[0] = body[0].lstrip(_BOM)
     # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
@@ -509,7 +521,7 @@ def _last_element(pending: list[str], note_start: bool) -> int:
         elif token.type == "list_item_open" and token.level == 1:
             item = token.map[0]
     found = item if last_is_list and item is not None else last
-    return start + (found or 0)
+    return start + (found or 0), end
 
 
 def _without_comments(line: str, comments: Sequence[AclaraiComment]) -> str:

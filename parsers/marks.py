@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aclarai.parsers.blocks import Marker, NoteLayout, scan_note
+from aclarai.parsers.blocks import Marker, NoteLayout, is_adopt_id, scan_note
 from aclarai.parsers.errors import ParseError
 from aclarai.parsers.grammar import parse_anchor
 
@@ -50,13 +50,17 @@ def unadopt_note(text: str) -> Unadopted:
     for marker in layout.markers:
         drop.update(marked_lines(layout, marker))
     result = without_lines(layout.lines, drop)
+    # Only the ids a user wrote by hand stay; one of aclarai's left behind shares its line.
+    kept = {
+        m.block_id for m in layout.markers if m.index not in drop and not is_adopt_id(m.block_id)
+    }
     left = scan_note(result)
-    if left.markers or left.block_starts:
+    if any(m.block_id not in kept for m in left.markers) or left.block_starts:
         raise ParseError(
             "an id comment shares its line with text; left as it is",
-            block_id=(left.markers[0].block_id if left.markers else None),
+            block_id=next((m.block_id for m in left.markers if m.block_id not in kept), None),
         )
-    ids = tuple(dict.fromkeys(marker.block_id for marker in layout.markers))
+    ids = tuple(dict.fromkeys(m.block_id for m in layout.markers if m.block_id not in kept))
     return Unadopted(result, ids, len(drop))
 
 
@@ -70,15 +74,23 @@ def drop_emptied(text: str, layout: NoteLayout) -> str:
 
 
 def marked_lines(layout: NoteLayout, marker: Marker) -> list[int]:
-    """The lines of one block that adopt and the write-back added: its id comment when it
-    stands alone on its line, its score comments, and the ``^anchor`` of its own id."""
+    """The lines of one block that adopt and the write-back added: its score comments, and
+    its id comment when it stands alone on its line and adopt made it (an id of adopt's form
+    with its ``^anchor``, or the user's own ``^id`` ending the line above it)."""
     lines = layout.lines
     marked = [line.index for line in marker.above if line.score is not None]
     content = lines[marker.index].rstrip("\r")
-    if not content[: marker.start].strip() and not content[marker.end :].strip():
+    own = marker.index > 0 and lines[marker.index - 1].rstrip().endswith(f" ^{marker.block_id}")
+    adopted = is_adopt_id(marker.block_id)
+    if (
+        (adopted or own)
+        and not content[: marker.start].strip()
+        and not content[marker.end :].strip()
+    ):
         marked.append(marker.index)
     for line in marker.below:
-        if line.score is not None or parse_anchor(lines[line.index]) == marker.block_id:
+        anchor = adopted and parse_anchor(lines[line.index]) == marker.block_id
+        if line.score is not None or anchor:
             marked.append(line.index)
     return marked
 

@@ -210,29 +210,30 @@ def test_new_and_emptied_paragraphs_through_the_daemon(
     assert main(["adopt", str(vault)]) == 0
     daemon = start_daemon(vault, ACLARAI_ADOPT__FOLDERS='["journal"]')
     wait_until(lambda: all(scored(note)) and all(scored(other)), timeout_s=30)
-    # Outside adopt.folders: the new paragraph is no block, the deleted one's lines go all the same.
-    insert_new_paragraph(other)
-    gone = next(b for b in parse_note(other.read_text()).blocks if b.text.startswith("Erin"))
-    other.write_text(other.read_text().replace(ERIN, ""))
-    wait_until(lambda: gone.id not in other.read_text(), timeout_s=30)
-    assert NEW in other.read_text()
-    assert [b.text for b in parse_note(other.read_text()).blocks] == [
-        "The release slipped by two days because the load test failed.",
-        "- Dana fixes the test.",
-    ]
-    insert_new_paragraph(note)
+    # A deleted paragraph's lines go, in adopt.folders (note) or not (other).
+    erin = {
+        path: next(b.id for b in parse_note(path.read_text()).blocks if b.text.startswith("Erin"))
+        for path in (note, other)
+    }
+    for path in (note, other):
+        path.write_text(path.read_text().replace(ERIN, ""))
+    wait_until(lambda: all(erin[p] not in p.read_text() for p in (note, other)), timeout_s=30)
+    # A new paragraph gets its own block in adopt.folders, and is no block elsewhere.
+    for path in (other, note):
+        path.write_text(path.read_text().replace("\n- Dana", f"\n{NEW}\n\n- Dana"))
 
     def new_block_scored() -> bool:
         return any(b.text == NEW and b.scores for b in parse_note(note.read_text()).blocks)
 
     wait_until(new_block_scored, timeout_s=30)
-    erin = next(b for b in parse_note(note.read_text()).blocks if b.text.startswith("Erin"))
-    note.write_text(note.read_text().replace(ERIN, ""))
-    wait_until(lambda: erin.id not in note.read_text(), timeout_s=30)
-    texts = [b.text for b in parse_note(note.read_text()).blocks]
-    assert texts == [
+    assert [b.text for b in parse_note(note.read_text()).blocks] == [
         "The release slipped by two days because the load test failed.",
         NEW,
+        "- Dana fixes the test.",
+    ]
+    assert NEW in other.read_text()
+    assert [b.text for b in parse_note(other.read_text()).blocks] == [
+        "The release slipped by two days because the load test failed.",
         "- Dana fixes the test.",
     ]
     assert daemon.stop() == 0

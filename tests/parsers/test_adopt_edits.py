@@ -8,7 +8,7 @@ import re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from aclarai.parsers import adopt_note, apply_scores, parse_note, scan_note
+from aclarai.parsers import adopt_note, apply_scores, drop_emptied, parse_note, scan_note
 from tests.parsers.test_marks import ordinary_notes
 
 NEW = "A paragraph typed later about the Lisbon office."
@@ -173,16 +173,26 @@ def test_a_paragraph_typed_after_any_block_is_its_own(text: str, data: st.DataOb
     assert [(b.id, b.text) for b in blocks if b.id not in again.block_ids] == before
 
 
-def test_emptied_block_never_takes_the_paragraph_typed_above_it() -> None:
+def test_enter_after_an_adopted_paragraph_keeps_its_id() -> None:
     first, second, dana, bob = ADOPTED.block_ids
     edited = ADOPTED.text.replace(
-        "The load test failed on Friday.\n", "A new paragraph about Paris.\n\n"
+        "The load test failed on Friday.\n", "The load test failed on Friday.\n\n"
     )
     layout = scan_note(edited)
-    assert [m.block_id for m in layout.markers if m.emptied] == [second]
-    assert "A new paragraph about Paris." not in texts(edited)
-    again = adopt_note(edited, salt="retro.md")
-    blocks = parse_note(again.text).blocks
-    assert [b.id for b in blocks] == [first, *again.block_ids, dana, bob]
-    assert [b.text for b in blocks if b.id in again.block_ids] == ["A new paragraph about Paris."]
-    assert second not in again.text
+    assert [m.block_id for m in layout.markers if m.emptied] == []
+    blocks = parse_note(edited).blocks
+    assert [b.id for b in blocks] == [first, second, dana, bob]
+    assert blocks[1].text == "The load test failed on Friday."
+    assert adopt_note(edited, salt="retro.md").block_ids == ()
+    assert drop_emptied(edited, layout) == edited
+
+
+def test_enter_after_an_adopted_list_item_keeps_its_id() -> None:
+    first, second, dana, bob = ADOPTED.block_ids
+    line = next(x for x in ADOPTED.text.splitlines() if "Dana" in x)
+    edited = ADOPTED.text.replace(line + "\n", line + "\n- \n")
+    blocks = parse_note(edited).blocks
+    assert [b.id for b in blocks] == [first, second, dana, bob]
+    assert blocks[2].text == line
+    assert [m.block_id for m in scan_note(edited).markers if m.emptied] == []
+    assert adopt_note(edited, salt="retro.md").block_ids == ()

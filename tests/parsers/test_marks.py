@@ -104,7 +104,11 @@ def test_a_note_adopted_with_only_the_users_own_id_is_adopted() -> None:
             "alice: Hi. <!-- aclarai:id=blk_a -->\n\nbob: Bye. <!-- aclarai:id=blk_b -->\n",
             "not made",
         ),
-        ("Text one.\n<!-- aclarai:id=a ver=1 -->\n^a\n\nMore. <!-- aclarai:id=b -->\n", "shares"),
+        (
+            "Text one.\n<!-- aclarai:id=blk-a ver=1 -->\n^blk-a\n\n"
+            "More. <!-- aclarai:id=blk-b -->\n",
+            "shares",
+        ),
     ],
 )
 def test_unadopt_refuses_blocks_adopt_did_not_make(note: str, why: str) -> None:
@@ -124,3 +128,15 @@ def test_unadopt_of_a_note_adopt_marked_with_block_start_lines() -> None:
     assert result.text == "# T\r\n\r\nOne claim here.\r\n\r\nAnother one."
     assert result.block_ids == ("blk-1", "blk-2")
     assert result.lines_removed == 6
+
+
+def test_unadopt_keeps_an_id_comment_and_anchor_the_user_wrote() -> None:
+    handwritten = "Summary text.\n<!-- aclarai:id=summary ver=1 -->\n^summary\n"
+    adopted = "Other.\n<!-- aclarai:id=blk-0123456789abcdef ver=2 -->\n^blk-0123456789abcdef\n"
+    scored = "<!-- aclarai:entailed_score=0.50 -->\n"
+    note = f"# T\n\n{handwritten.replace('^summary', scored + '^summary')}\n{adopted}"
+
+    result = unadopt_note(note)
+
+    assert result.text == f"# T\n\n{handwritten}\nOther.\n"
+    assert result.block_ids == ("blk-0123456789abcdef",)
