@@ -259,6 +259,8 @@ class _NoteIndex:
         self.folder = folder
         self.max_note_bytes = max_note_bytes
         self._by_key: dict[tuple[str, str, int], Path] | None = None
+        self._parts: dict[tuple[str, str], dict[int, Path]] = {}
+        """The same notes by (format, conversation key), then part."""
         self._pending: dict[Path, tuple[str, bytes, int]] = {}
 
     def _index(self) -> dict[tuple[str, str, int], Path]:
@@ -271,6 +273,7 @@ class _NoteIndex:
                     ref = _read_source_ref(path)
                     if ref is not None:
                         self._by_key.setdefault((ref.format, ref.key, ref.part), path)
+                        self._parts.setdefault((ref.format, ref.key), {}).setdefault(ref.part, path)
         return self._by_key
 
     def store(self, conversation: Conversation, report: ImportReport, *, dry_run: bool) -> None:
@@ -278,11 +281,14 @@ class _NoteIndex:
         parts = note_parts.split_parts(conversation, self.max_note_bytes)
         index = self._index()
         found = [index.get((conversation.format, key, part.number)) for part in parts]
-        if any(path in self._pending for path in found if path is not None):
+        # Every note of the conversation, whatever the split now: when the limit grows, fewer
+        # parts are computed, and messages in the notes past them must not be added again.
+        notes = list(self._parts.get((conversation.format, key), {}).values())
+        if any(path in self._pending for path in notes):
             self.flush(report)
         existing = [path if path is not None and path.exists() else None for path in found]
         split = len(parts) > 1 or (conversation.format, key, 2) in index
-        held = _ids_by_note(existing) if split else {}
+        held = _ids_by_note([path for path in notes if path.exists()]) if split else {}
         elsewhere = set().union(*held.values()) if held else set()
         names = [_note_name(conversation, part.number, split) for part in parts]
         paths = [path or self._free_name(name) for path, name in zip(existing, names, strict=True)]
@@ -295,6 +301,7 @@ class _NoteIndex:
             if not blocks:
                 continue
             index[(conversation.format, key, part.number)] = path
+            self._parts.setdefault((conversation.format, key), {})[part.number] = path
             if not split:
                 text = tier1.render_note(conversation)
             else:

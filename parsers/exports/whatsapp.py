@@ -50,11 +50,20 @@ _PLACEHOLDER = re.compile(r"this message was deleted|you deleted this message|nu
 # Every placeholder ends in one of these; checking the ending first keeps the regexes off the
 # ordinary messages.
 _PLACEHOLDER_ENDS = ("deleted", "message", "null")
+_KINDS = r"(?P<kind>image|video|audio|sticker|gif|document|contact card|bild|dokument)"
+# A line as a person could type it: only the placeholder, and a file name with an extension.
 _MEDIA = re.compile(
     r"<?(?:media omitted|medien ausgeschlossen|medien weggelassen)>?"
+    r"|<attached: (?P<attached>[^>]*)>|(?P<file>[^\s<>]+\.[A-Za-z0-9]{1,5}) \(file attached\)"
+    r"|" + _KINDS + r" (?:omitted|weggelassen)",
+    re.I,
+)
+# A line iOS marked with U+200E as its own: names with spaces, and text before the kind
+# (``Report.pdf • 3 pages document omitted``).
+_MARKED_MEDIA = re.compile(
+    r"<?(?:media omitted|medien ausgeschlossen|medien weggelassen)>?"
     r"|<attached: (?P<attached>[^>]*)>|(?P<file>.+?) \(file attached\)"
-    r"|(?:[^\n]* )?(?P<kind>image|video|audio|sticker|gif|document|contact card|bild|dokument)"
-    r" (?:omitted|weggelassen)",
+    r"|(?:[^\n]* )?" + _KINDS + r" (?:omitted|weggelassen)",
     re.I,
 )
 _MEDIA_KINDS = {"bild": "image", "dokument": "file", "document": "file", "contact card": "contact"}
@@ -130,7 +139,7 @@ class WhatsAppReader(ExportReader):
             body = "\n".join(record.lines).replace(_LRM, "").strip()
             body = body.removesuffix(_EDITED).strip()
             first, _, caption = body.partition("\n")
-            shown = _media(first)
+            shown = _media(first, marked=record.lines[0].lstrip().startswith(_LRM))
             if shown is not None:
                 body = "\n".join(filter(None, [shown, caption.strip()]))
             elif record.lines[0].startswith(_LRM) or not body or _is_placeholder(body):
@@ -172,11 +181,15 @@ def _speaker(rest: str) -> tuple[str | None, str]:
     return name, body
 
 
-def _media(line: str) -> str | None:
-    """The placeholder for a line that stands for a photo or another file, else None."""
+def _media(line: str, *, marked: bool) -> str | None:
+    """The placeholder for a line that stands for a photo or another file, else None.
+
+    ``marked``: the line starts with U+200E, WhatsApp's own text on iOS; only then may a free
+    text come before the kind, and a file name have spaces and no extension.
+    """
     if not line.lower().endswith((">", "omitted", "weggelassen", "(file attached)")):
         return None
-    match = _MEDIA.fullmatch(line)
+    match = (_MARKED_MEDIA if marked else _MEDIA).fullmatch(line)
     if match is None:
         return None
     name = match.group("attached") or match.group("file")

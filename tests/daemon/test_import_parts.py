@@ -80,3 +80,30 @@ def test_long_conversation_split_under_limit(tmp_path: Path) -> None:
     assert last.endswith(f"[[{list(after)[count].removesuffix('.md')}|next part]] →\n")
     assert cli("import", str(export), "--vault", str(vault), env=env).count("unchanged") == 1
     assert _parts(vault) == after
+
+
+def _ids_once(vault: Path, count: int) -> None:
+    """Every message id is in exactly one of the conversation's notes."""
+    ids = [b.id for data in _parts(vault).values() for b in parse_note(data.decode()).blocks]
+    assert len(ids) == len(set(ids)) == count
+
+
+def test_changed_limit_adds_no_message_twice(tmp_path: Path) -> None:
+    export = write(
+        tmp_path / "conversation.json",
+        chatgpt_export(chatgpt_conversation("c-ops", "Ops log", _turns(240))),
+    )
+    for name, first, second in (("grows", LIMIT_MB, 1.0), ("shrinks", 1.0, LIMIT_MB)):
+        vault = tmp_path / name
+        vault.mkdir()
+        for limit in (first, second):
+            env = daemon_env(
+                ACLARAI_VAULT__MAX_FILE_MB=str(limit),
+                ACLARAI_STATE_DIR=str(tmp_path / f"{name}-state"),
+            )
+            out = cli("import", str(export), "--vault", str(vault), env=env)
+            _ids_once(vault, 240)
+        # Nothing is written when the limit changes: every message is already in a note.
+        assert re.search(r"^messages written +0$", out, re.MULTILINE), out
+        # The small limit's parts stay as they are; the large limit's one note gets no parts.
+        assert (len(_parts(vault)) >= 4) == (name == "grows")

@@ -110,6 +110,42 @@ def test_text_without_message_lines_is_a_parse_error() -> None:
         _parse("just some text\n")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I sent you the contract (file attached)",
+        "I think the video omitted",
+        "the audio omitted",
+        "my holiday photos.zip (file attached)",
+    ],
+)
+@pytest.mark.parametrize("start", ["12/31/23, 9:05 PM - ", "[31/12/2023, 21:05:07] "])
+def test_messages_that_read_like_media_lines_are_kept_verbatim(start: str, text: str) -> None:
+    [chat] = _parse(f"{start}Sam: {text}\n")
+    assert [m.text for m in chat.messages] == [text]
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        (
+            "12/31/23, 9:05 PM - Sam: IMG-20231231-WA0001.jpg (file attached)",
+            "[image: IMG-20231231-WA0001.jpg]",
+        ),
+        ("12/31/23, 9:05 PM - Sam: video omitted", "[video]"),
+        (
+            "[31/12/2023, 21:05:07] Sam: "
+            "\u200eReport 2023.pdf \u2022 3 pages \u200edocument omitted",
+            "[file]",
+        ),
+        ("[31/12/2023, 21:05:07] Sam: \u200emy plan.pdf (file attached)", "[file: my plan.pdf]"),
+    ],
+)
+def test_whatsapp_media_lines_become_placeholders(line: str, shown: str) -> None:
+    [chat] = _parse(line + "\n")
+    assert [m.text for m in chat.messages] == [shown]
+
+
 # Each locale's line start, written the way WhatsApp writes it (no zero-padded hours).
 def _android_us(at: datetime) -> str:
     return f"{at.month}/{at.day}/{at:%y}, {at.hour % 12 or 12}:{at:%M} {at:%p} - "
