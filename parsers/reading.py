@@ -20,9 +20,9 @@ How each construct renders (what Obsidian's reading view shows, as words):
   inline footnotes ``^[…]`` and block ids ``^id`` go, a footnote definition keeps its text.
 - Backslash escapes → the character; typographic quotes → straight (``It’s`` → ``It's``,
   ``“x”`` → ``"x"``).
-- ``%%comments%%`` and ``<!-- comments -->`` (also over several lines), front matter, thematic
-  breaks, table rules and link reference definitions → nothing. Tags (``#tag``) stay as
-  written: the reader sees them in the sentence.
+- ``%%comments%%`` and ``<!-- comments -->`` (also over several lines; inside inline code
+  they show as typed), front matter, thematic breaks, table rules and link reference
+  definitions → nothing. Tags (``#tag``) stay as written: the reader sees them in the sentence.
 
 A list item, heading, callout title, quote and each paragraph starts a new paragraph of the
 output (paragraphs are separated by a blank line), so that sentences never run from one item
@@ -304,9 +304,11 @@ def _uncomment(line: str, closer: str) -> tuple[str, str]:
     """The line without its comment parts, and the closer of a comment still open at its end."""
     kept: list[str] = []
     at = 0
-    # Where the next opener of each kind is; searched again only once passed, so that a line
-    # of many comments is read once.
+    # Where the next opener of each kind is, and the next code span (which shows an opener as
+    # typed); searched again only once passed, so that a line of many comments is read once.
     percent = angle = -1
+    span: re.Match[str] | None = None
+    spans = "`" in line
     while at <= len(line):
         if closer:
             end = line.find(closer, at)
@@ -326,6 +328,13 @@ def _uncomment(line: str, closer: str) -> tuple[str, str]:
         if begin > len(line):
             kept.append(line[at:])
             break
+        if spans and (span is None or span.start() < at):
+            span = _CODE_SPAN.search(line, at)
+            spans = span is not None
+        if span is not None and span.start() < begin:
+            kept.append(line[at : span.end()])
+            at = span.end()
+            continue
         kept.append(line[at:begin])
         closer = "%%" if begin == percent else "-->"
         at = begin + (2 if closer == "%%" else 4)

@@ -24,8 +24,9 @@ Markdown: ``<!-- aclarai:`` becomes ``<\\!-- aclarai:`` and a line that reads as
 gets a backslash before the caret (both render as typed); a code fence the message leaves open
 is closed after it, so the id comment that follows is never inside code. Outside code, what
 Obsidian would hide, or let run past the message over the rest of the note, is escaped to show
-as typed: every ``<!--`` (``<\\!--``), every ``%%`` (``%\\%``, a comment), and the ``$$`` of a
-message that leaves a math block open or runs three ``$`` together (``$\\$``).
+as typed: every ``<!--`` (``<\\!--``), every ``%%`` (``%\\%``, a comment), and every ``$`` of
+each run of two or more in a message that leaves a math block open or runs three ``$``
+together (``\\$\\$``).
 
 Every function here is pure.
 """
@@ -52,6 +53,7 @@ from aclarai.parsers.grammar import (
     format_id_comment,
     scan_line,
 )
+from aclarai.parsers.reading import _CODE_SPAN
 from aclarai.parsers.timestamps import format_utc
 
 BLOCK_PREFIX = "blk-"
@@ -60,9 +62,8 @@ _ID_CHARS = 16
 _ANCHOR_LIKE = re.compile(r"(\s*)(\^[A-Za-z0-9_-]+\s*)")
 _FENCE_START = re.compile(r" {0,3}(?:```|~~~)")
 _FENCE_RUN = re.compile(r"(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"((?<!`)`+(?!`)).*?(?<!`)\1(?!`)")
 _PERCENTS = re.compile(r"%(?=%)")
-_DOLLARS = re.compile(r"\$(?=\$)")
+_DOLLARS = re.compile(r"\${2,}")
 _MAYBE_CODE = re.compile(r" {0,3}(?:```|~~~)| {4}|\t")
 _UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|#^\[\]]+')
 _RESERVED_STEMS = frozenset(
@@ -278,7 +279,8 @@ def _inert(line: str, math_open: bool) -> str:
 
 def _escape_hiding(text: str, math_open: bool) -> str:
     text = _PERCENTS.sub(r"%\\", text.replace("<!--", "<\\!--"))
-    return _DOLLARS.sub(r"$\\", text) if math_open else text
+    # Every dollar of a run: one left bare would pair with another as inline math.
+    return _DOLLARS.sub(lambda run: "\\$" * len(run.group()), text) if math_open else text
 
 
 def _code_lines(lines: list[str]) -> set[int]:

@@ -81,6 +81,12 @@ KEPANO = Path(__file__).resolve().parent.parent / "data" / "vaults" / "kepano-ob
         ("Visible %%hidden%% text.", "Visible text."),
         ("Before\n%%\nhidden\n\nstill hidden\n%%\nAfter", "Before\n\nAfter"),
         ("Before <!-- hidden --> after", "Before after"),
+        # Code shows comment openers as typed; only those outside it open a comment.
+        ("`%%` code and %% out", "%% code and"),
+        ("Run `a %% b` and `<!--` here.", "Run a %% b and <!-- here."),
+        ("A %%hidden `x%% and `%%`", "A and %%"),
+        ("`` %% `` then %%gone%% and `%%`", "%% then and %%"),
+        ("Unclosed `%% is a comment", "Unclosed `"),
         ("Before\n<!--\nhidden\n-->\nAfter", "Before\n\nAfter"),
         ("---\ntags: [a]\n---\nBody.", "Body."),
         ("\ufeff# Title after a byte-order mark", "Title after a byte-order mark"),
@@ -178,6 +184,12 @@ def test_nested_list_items_are_not_indented_code() -> None:
     text = "- parent\n\n    - child item\n\tmore text"
     assert LineKind.CODE not in line_kinds(text)
     assert prose_text(text) == "parent\n\nchild item\nmore text"
+
+
+def test_code_spans_and_comments_are_read_in_linear_time() -> None:
+    line = "`%%` <!-- `x` --> %%" * 20_000 + " `" * 20_000
+    assert reader_text(line).startswith("%%")
+    assert line_kinds(line) == [LineKind.PROSE]
 
 
 def test_an_unclosed_fence_runs_to_the_end() -> None:
