@@ -99,13 +99,15 @@ def as_read(items: Sequence[EvalItem]) -> list[EvalItem]:
     rendered: dict[str, str] = {}
 
     def read(text: str) -> str:
+        if not isinstance(text, str):
+            return ""  # the evaluator reports the item; one bad item must not sink the batch
         found = rendered.get(text)
         if found is None:
             found = rendered[text] = reader_text(text)
         return found
 
     return [
-        EvalItem(read(i.claim), read(i.source), tuple(map(read, i.context)), i.claim_id)
+        EvalItem(read(i.claim), read(i.source), tuple(map(read, i.context or ())), i.claim_id)
         for i in items
     ]
 

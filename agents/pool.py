@@ -27,7 +27,6 @@ forked ends, and the queue consumer's threads end after each drain.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import multiprocessing
 import os
@@ -70,6 +69,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+# Loaded in the parent: between fork and exec (``preexec_fn``) a child may start nothing, and
+# find_library would run ldconfig.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
 def die_with_parent(parent_pid: int) -> None:
     """Have Linux SIGKILL this process when the thread that forked it ends, and exit now if
     ``parent_pid`` is no longer its parent (it died before the call). Elsewhere a no-op.
@@ -77,10 +81,9 @@ def die_with_parent(parent_pid: int) -> None:
     Fit for ``subprocess.Popen(preexec_fn=functools.partial(die_with_parent, os.getpid()))``
     from a main thread: the setting survives ``exec``.
     """
-    if not sys.platform.startswith("linux"):
+    if _LIBC is None:
         return
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     # The parent may have died before prctl took effect: then no signal will ever come.
     if os.getppid() != parent_pid:
         os._exit(1)

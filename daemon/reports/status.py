@@ -20,6 +20,7 @@ from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
 from aclarai.daemon.vault.control import (
+    DAEMON_ROLE,
     MODEL_DOWN_META,
     Heartbeat,
     read_heartbeat,
@@ -296,7 +297,8 @@ def _heartbeat_line(status: Status) -> str:
         return line
     if not status.record_current:
         return line + f" - stale: pid {beat.pid} is gone"
-    if beat.age_s > STALE_HEARTBEAT_S:
+    # A resync stamps only when it starts and ends; the daemon stamps every few seconds.
+    if beat.role == DAEMON_ROLE and beat.age_s > STALE_HEARTBEAT_S:
         line += " - stale: the daemon may be hung"
     return line
 

@@ -380,3 +380,13 @@ def test_evaluate_cli_scores_the_ribbon_pair_as_without_brackets(tmp_path: Path)
         assert abs(marked[name] - plain[name]) <= TOLERANCE, name
     assert marked["entailed_score"] > 0.5
     assert marked["verdict"] == "supported"
+
+
+def test_an_item_that_is_not_text_fails_alone() -> None:
+    bad = EvalItem(["not", "text"], "The deploy failed.")  # type: ignore[arg-type]
+    good = EvalItem("The deploy failed.", "The deploy failed on Tuesday.")
+
+    failed, scored = OfflineEvaluator().evaluate_batch([bad, good])
+
+    assert failed.entailed_score is None and failed.status != "ok"
+    assert scored.status == "ok" and scored.entailed_score is not None

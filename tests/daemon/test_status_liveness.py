@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import signal
 import socket
@@ -30,8 +31,13 @@ from aclarai.daemon.loop.liveness import (
     why_stuck,
 )
 from aclarai.daemon.loop.systemd import Notifier
-from aclarai.daemon.reports.status import JSON_KEYS
-from aclarai.daemon.vault.control import read_heartbeat
+from aclarai.daemon.reports.status import (
+    JSON_KEYS,
+    STALE_HEARTBEAT_S,
+    Status,
+    format_status,
+)
+from aclarai.daemon.vault.control import new_heartbeat, read_heartbeat
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.parsers import parse_note
 from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
@@ -454,3 +460,28 @@ def test_the_watcher_reports_notes_settling_and_an_observer_that_died(tmp_path: 
         assert not watcher.next_changes(0.0).observing
     finally:
         watcher.stop()
+
+
+@pytest.mark.parametrize(("role", "hung"), [("daemon", True), ("resync", False)])
+def test_only_a_daemon_silent_past_the_limit_may_be_hung(
+    tmp_path: Path, role: str, hung: bool
+) -> None:
+    beat = new_heartbeat("running", time.time() - 3600, role=role)
+    beat = dataclasses.replace(beat, at=beat.at - STALE_HEARTBEAT_S - 5)
+    status = Status(
+        tmp_path,
+        tmp_path,
+        True,
+        f"{os.getpid()} {role}",
+        0,
+        [],
+        None,
+        False,
+        None,
+        None,
+        heartbeat=beat,
+        holder_pid=os.getpid(),
+    )
+
+    assert status.record_current
+    assert ("may be hung" in format_status(status)) is hung
