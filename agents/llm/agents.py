@@ -1,15 +1,23 @@
 """LLM-backed claim extraction (Claimify) and claim evaluation.
 
-Extraction runs three stages per block over its window: selection (verifiable content only),
-disambiguation (resolve from context, or skip), decomposition (atomic, self-contained claims). A
-block with nothing verifiable costs one call; its result is cached by the block's text and window.
+Extraction is one call per block: the Claimify stages (select what is verifiable, resolve
+references from the context, split into atomic self-contained claims) are one instruction, and
+the nearest neighbouring blocks (at most :data:`CONTEXT_CHARS` of them) are context, never a
+source: a claim whose content words are not mostly its block's is dropped
+(:func:`~aclarai.agents.llm.grounding.drawn_from`). The result is cached by the block's text and
+window.
 
-Evaluation has two modes. ``combined`` (the default) sends one structured call per source block
-that scores all of its claims at once (entailment, coverage with omitted elements,
-decontextualization, and a verdict), so a claim never costs more than one call. ``per_agent``
-follows the one-agent-per-score design: an entailment, a coverage and a decontextualization agent,
-plus the verification agent, per claim. Either way the decontextualization agent is shown the
-claim's nearest utterances from the ``vector_search_utterances`` tool when its role has it.
+Evaluation has two modes. ``combined`` (the default) sends one call per source block that grades
+the entailment of all its claims at once, one token each (``{"c1": 5, "c2": 2}``, read as the
+expected grade where the server gives logprobs); coverage (names, numbers, dates kept) and
+decontextualization (pronouns, vague references) are the lexical checks of the offline agents,
+which a small model does no better and which would triple the tokens it writes. ``per_agent``
+follows the one-agent-per-score design: an entailment, a coverage and a decontextualization
+agent, plus the verification agent, per claim, the decontextualization agent shown the claim's
+nearest utterances from the ``vector_search_utterances`` tool when its role has it.
+
+Every prompt puts what repeats first (instructions, then the context) and what changes last (the
+block, the claims), so a server's prompt cache serves the repeated part.
 
 A failed or unreadable evaluation gives ``None`` scores and a status saying why; it is never 0 and
 never cached, so it is retried on the next run. Each block is extracted on its own: one that fails
@@ -43,12 +51,15 @@ from aclarai.agents.base import (
     Evaluator,
     ExtractionInput,
     Score,
+    Utterance,
     as_read,
     prose_of,
 )
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
 from aclarai.agents.llm.client import InputTooLong, LLMClient, estimate_tokens
+from aclarai.agents.llm.grades import unit_score, weighed_grades
+from aclarai.agents.llm.grounding import drawn_from
 from aclarai.agents.llm.prompts import (
     Message,
     PromptLibrary,
@@ -58,16 +69,15 @@ from aclarai.agents.llm.prompts import (
 )
 from aclarai.agents.llm.schemas import (
     ENTAILMENT_VALUES,
-    CombinedItem,
-    CombinedOut,
     CoverageOut,
-    DecompositionOut,
     DecontextualizationOut,
-    DisambiguationOut,
     EntailmentOut,
-    SelectionOut,
+    ExtractionOut,
     UnparseableOutput,
+    grades_schema,
 )
+from aclarai.agents.offline.coverage import coverage
+from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable, reader_text
@@ -76,12 +86,21 @@ logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
 Mode = Literal["combined", "per_agent"]
-EXTRACTION_STAGES = ("claimify_selection", "claimify_disambiguation", "claimify_decomposition")
+EXTRACTION_PROMPT = "claim_extraction"
+GRADING_PROMPT = "claim_grading"
 PER_AGENT_PROMPTS = ("entailment", "coverage", "decontextualization", "verification")
 DECONTEXTUALIZATION_ROLE = "decontextualization_agent"
 CUT_MARKER = "[... cut here to fit the model's context]"
 _SHORTEST_NEIGHBOUR = 80
 """A neighbour cut below this many characters says nothing: the neighbours are dropped."""
+CONTEXT_CHARS = 400
+"""The neighbouring blocks' share of a prompt: enough to resolve a pronoun or a missing name,
+little enough that a block costs a few hundred prompt tokens (Claimify resolves from the nearest
+sentences; the window's far blocks rarely matter)."""
+TOP_LOGPROBS = 5
+"""Options asked for at each reply token: the grades 1 to 5 that matter are near the top."""
+SUPPORTED_FROM = 0.75
+WEAKLY_SUPPORTED_FROM = 0.375
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +215,7 @@ def _run_all(
 
 
 class LLMClaimExtractor(ClaimExtractor):
-    """Claimify-style extraction through the endpoint of ``client``.
+    """Claimify-style extraction through the endpoint of ``client``, one call per block.
 
     Args:
         client: the endpoint's client.
@@ -219,17 +238,11 @@ class LLMClaimExtractor(ClaimExtractor):
         prompts: PromptLibrary | None = None,
         cache: ResultCache | None = None,
     ) -> None:
-        library = prompts or PromptLibrary()
         self._client = client
         self._model = model
         self._cache = cache
-        self._selection, self._disambiguation, self._decomposition = (
-            library.get(name) for name in EXTRACTION_STAGES
-        )
-        self._prompt_keys = [
-            p.key for p in (self._selection, self._disambiguation, self._decomposition)
-        ]
-        self.version = _short_hash(*self._prompt_keys)
+        self._prompt = (prompts or PromptLibrary()).get(EXTRACTION_PROMPT)
+        self.version = _short_hash(self._prompt.key)
 
     def extract_each(
         self, inputs: Sequence[ExtractionInput]
@@ -248,80 +261,88 @@ class LLMClaimExtractor(ClaimExtractor):
         block = item.block
         if not block.text.strip():
             return []
-        key = cache_key(
-            self.name,
-            self._model,
-            self._prompt_keys,
-            block.text,
-            [u.text for u in item.before],
-            [u.text for u in item.after],
+        before, after = nearest_context(
+            [u.text for u in item.before], [u.text for u in item.after], CONTEXT_CHARS
         )
+        key = cache_key(self.name, self._model, [self._prompt.key], block.text, before, after)
         stored = self._cache.get(key) if self._cache is not None else None
         if isinstance(stored, list):
             self._client.usage.add(cache_hits=1)
             texts = [str(t) for t in stored]
         else:
-            texts = _refitting(self._client, lambda: self._run_stages(item))
+            texts = _refitting(self._client, lambda: self._ask(block, before, after))
             if self._cache is not None:
                 self._cache.put(key, texts)
         unique = list(dict.fromkeys(t for t in _nonblank(texts) if not echoes_scaffolding(t)))
-        return [Claim(make_claim_id(block.block_id, t), block.block_id, t) for t in unique]
+        claims = []
+        for text in unique:
+            if drawn_from(text, block.text):
+                claims.append(Claim(make_claim_id(block.block_id, text), block.block_id, text))
+            else:
+                logger.info(
+                    "block %s: dropped a claim not drawn from the block: %r", block.block_id, text
+                )
+        return claims
 
-    def _window(self, item: ExtractionInput) -> dict[str, str]:
-        """The window's prompt fields, fitted to the model's context (see the module docstring).
+    def _ask(self, block: Utterance, before: list[str], after: list[str]) -> list[str]:
+        def render(context: list[str], text: str) -> list[Message]:
+            return self._prompt.render(
+                before=_context_field(context[: len(before)]),
+                after=_context_field(context[len(before) :]),
+                block=delimit("target_block", text),
+            )
 
-        The fit is measured on the disambiguation prompt with the whole block as its selected
-        sentences, the largest of the three stages can get.
-        """
-        split = len(item.before)
-
-        def fields(texts: list[str], block: str) -> dict[str, str]:
-            return {
-                "before": delimit_all("context_before", texts[:split]),
-                "block": delimit("target_block", block),
-                "after": delimit_all("context_after", texts[split:]),
-            }
-
-        def render(texts: list[str], block: str) -> list[Message]:
-            selected = delimit_all("selected_sentence", [block])
-            return self._disambiguation.render(**fields(texts, block), selected=selected)
-
-        neighbours = [u.text for u in (*item.before, *item.after)]
-        kept, block = fit_prompt(
-            render, neighbours, item.block.text, self._client.prompt_budget_tokens()
+        context, text = fit_prompt(
+            render, [*before, *after], block.text, self._client.prompt_budget_tokens()
         )
-        if block != item.block.text:
+        if text != block.text:
             logger.warning(
                 "block %s: cut to fit the model's context of %s tokens",
-                item.block.block_id,
+                block.block_id,
                 self._client.context_tokens,
             )
-        return fields(kept, block)
+        reply = self._client.complete_json(self._model, render(context, text), ExtractionOut)
+        return _nonblank(reply.claims)
 
-    def _run_stages(self, item: ExtractionInput) -> list[str]:
-        window = self._window(item)
-        selection = self._client.complete_json(
-            self._model, self._selection.render(**window), SelectionOut
-        )
-        selected = _nonblank(selection.selected)
-        if not selected:
-            return []
-        disambiguation = self._client.complete_json(
-            self._model,
-            self._disambiguation.render(
-                **window, selected=delimit_all("selected_sentence", selected)
-            ),
-            DisambiguationOut,
-        )
-        resolved = _nonblank([s.text for s in disambiguation.sentences if s.resolved])
-        if not resolved:
-            return []
-        decomposition = self._client.complete_json(
-            self._model,
-            self._decomposition.render(sentences=delimit_all("sentence", resolved)),
-            DecompositionOut,
-        )
-        return _nonblank(decomposition.claims)
+
+def nearest_context(
+    before: Sequence[str], after: Sequence[str], chars: int
+) -> tuple[list[str], list[str]]:
+    """The window's blocks that fit in ``chars``, the nearest the target first (see
+    :func:`nearest_first`); order within each side is kept."""
+    order = [
+        (side, i)
+        for distance in range(max(len(before), len(after)))
+        for side, i in (("before", len(before) - 1 - distance), ("after", distance))
+        if 0 <= i < (len(before) if side == "before" else len(after))
+    ]
+    kept = nearest_first([(before if side == "before" else after)[i] for side, i in order], chars)
+    by_side: dict[str, dict[int, str]] = {"before": {}, "after": {}}
+    for (side, i), text in zip(order, kept, strict=True):
+        if text:
+            by_side[side][i] = text
+    return (
+        [by_side["before"][i] for i in sorted(by_side["before"])],
+        [by_side["after"][i] for i in sorted(by_side["after"])],
+    )
+
+
+def nearest_first(texts: Sequence[str], chars: int) -> list[str]:
+    """``texts`` (nearest the target first) while they fit in ``chars``; the first that does not is
+    cut to what is left, if that still says something, and the rest are left out (``""``)."""
+    kept: list[str] = []
+    left = chars
+    for raw in texts:
+        text = raw.strip() if left >= _SHORTEST_NEIGHBOUR else ""
+        if text and len(text) > left:
+            text = _cut(text, left)
+        kept.append(text)
+        left -= len(text)
+    return kept
+
+
+def _context_field(texts: Sequence[str]) -> str:
+    return delimit("context", "\n\n".join(texts)) if texts else "(none)"
 
 
 class LLMEvaluator(Evaluator):
@@ -359,7 +380,7 @@ class LLMEvaluator(Evaluator):
         self._mode = mode
         self._claims_per_call = max(1, claims_per_call)
         self._search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH) if tools else None
-        names = ("combined",) if mode == "combined" else PER_AGENT_PROMPTS
+        names = (GRADING_PROMPT,) if mode == "combined" else PER_AGENT_PROMPTS
         self._prompts = {name: library.get(name) for name in names}
         self._verifier = LLMVerifier(client, model=models.for_role("verification"), prompts=library)
         self._role_models = (
@@ -450,52 +471,59 @@ class LLMEvaluator(Evaluator):
         texts = [text for text in (reader_text(hit.text) for hit in hits) if text != item.source]
         return delimit_all("similar_utterance", texts)
 
-    def _score_group(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:
+    def _score_group(self, group: list[tuple[int, EvalItem]]) -> dict[str, float]:
         return _refitting(self._client, lambda: self._score_group_once(group))
 
-    def _score_group_once(self, group: list[tuple[int, EvalItem]]) -> CombinedOut:
+    def _score_group_once(self, group: list[tuple[int, EvalItem]]) -> dict[str, float]:
         source = group[0][1]
-        claims = "\n\n".join(
-            f"Claim c{n}:\n{delimit('claim', item.claim, id=f'c{n}')}\n"
-            f"Utterances most similar to claim c{n}:\n{self._similar(item)}"
-            for n, (_, item) in enumerate(group, 1)
+        claims = delimit(
+            "claims",
+            "\n".join(
+                f"c{n}: {' '.join(item.claim.split())}" for n, (_, item) in enumerate(group, 1)
+            ),
         )
 
         def render(context: list[str], text: str) -> list[Message]:
-            return self._prompts["combined"].render(
-                source=delimit("source", text),
-                context=delimit_all("context", context),
-                claims=claims,
+            # A claim pair has no context: its heading would be tokens read for nothing.
+            around = f"\nContext around the source:\n{_context_field(context)}\n" if context else ""
+            return self._prompts[GRADING_PROMPT].render(
+                context=around, source=delimit("source", text), claims=claims
             )
 
-        context, text = fit_prompt(
-            render, source.context, source.source, self._client.prompt_budget_tokens()
+        # The daemon gives a block's window nearest first (ExtractionInput.around).
+        near = [t for t in nearest_first(source.context, CONTEXT_CHARS) if t]
+        context, text = fit_prompt(render, near, source.source, self._client.prompt_budget_tokens())
+        reply, tokens = self._client.complete_json_weighed(
+            self._models.default,
+            render(context, text),
+            grades_schema(len(group)),
+            top_logprobs=TOP_LOGPROBS,
         )
-        messages = render(context, text)
-        return self._client.complete_json(self._models.default, messages, CombinedOut)
+        return weighed_grades(tokens, reply.model_dump())
 
     def _group_scores(
-        self, group: list[tuple[int, EvalItem]], outcome: CombinedOut | EvaluationError
+        self, group: list[tuple[int, EvalItem]], outcome: dict[str, float] | EvaluationError
     ) -> list[Score]:
         if isinstance(outcome, EvaluationError):
             return [_failed(outcome)] * len(group)
-        by_id: dict[str, CombinedItem] = {}
-        for result in outcome.results:
-            by_id.setdefault(result.id, result)
         scores = []
-        for n in range(1, len(group) + 1):
-            result = by_id.get(f"c{n}")
-            if result is None:
-                scores.append(_failed(None, "missing_in_reply: the model skipped this claim"))
-                continue
+        for n, (_, item) in enumerate(group, 1):
+            grade = outcome[f"c{n}"]
+            entailed = unit_score(grade)
+            covered = coverage(item.claim, item.source)
+            verdict = grade_verdict(entailed)
+            label = verdict.replace("_", " ").capitalize()
             scores.append(
                 Score(
-                    entailed_score=ENTAILMENT_VALUES[result.entailment],
-                    coverage_score=result.coverage_score,
-                    decontextualization_score=result.decontextualization_score,
-                    verdict=result.verdict,
-                    justification=result.justification,
-                    omitted=tuple(_nonblank(result.omitted)),
+                    entailed_score=entailed,
+                    coverage_score=covered.score,
+                    decontextualization_score=decontextualization(
+                        item.claim, item.source, item.context
+                    ).score,
+                    verdict=verdict,
+                    justification=f"{label}: the model grades the source's support for the "
+                    f"claim {grade:.1f} of 5.",
+                    omitted=covered.omitted,
                 )
             )
         return scores
@@ -541,6 +569,16 @@ class LLMEvaluator(Evaluator):
             justification=verdict.justification if verdict.status == "ok" else None,
             omitted=tuple(_nonblank(coverage.omitted)) if isinstance(coverage, CoverageOut) else (),
         )
+
+
+def grade_verdict(entailed: float) -> str:
+    """The verdict an entailment score of a graded claim gives: 4 of 5 or more is supported,
+    from 2.5 weakly supported."""
+    if entailed >= SUPPORTED_FROM:
+        return "supported"
+    if entailed >= WEAKLY_SUPPORTED_FROM:
+        return "weakly_supported"
+    return "unsupported"
 
 
 def _failed(exc: EvaluationError | None, status: str | None = None) -> Score:

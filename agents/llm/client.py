@@ -17,6 +17,13 @@ client and, given a ``state_path``, by every client of that endpoint after it (t
 the file in its state folder); so is the context size the server reports in a context-length
 error.
 
+A structured call may also ask for the ``top_logprobs`` of each reply token (OpenAI, vLLM and
+llama.cpp's server give them): a grade then reads as the expected value over the digits the model
+weighed, not only the one it wrote. An endpoint that refuses ``logprobs`` is asked without them
+from then on, and one that ignores them gives the written grade. Every reply's usage counts the
+prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.cached_tokens``,
+or llama.cpp's ``timings.cache_n``).
+
 Foreign exceptions stop here: :func:`translate_error` turns them into
 :class:`~aclarai.parsers.EvaluatorUnavailable` (transient) or
 :class:`~aclarai.parsers.EvaluationError` (:class:`InputTooLong` for a context-length refusal),
@@ -28,9 +35,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import functools
-import json
 import logging
-import os
 import re
 import threading
 import time
@@ -38,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from tenacity import (
@@ -50,6 +55,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_exponential_jitter
 
+from aclarai.agents.llm.endpoint import EndpointMemory, OutputMode
 from aclarai.agents.llm.limits import AdaptiveLimit, EndpointHealth, RateLimiter, UsageCounters
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import (
@@ -70,8 +76,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 300.0
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-OutputMode = Literal["json_schema", "json_object", "text"]
-OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "text")
 CHARS_PER_TOKEN = 3.0
 """A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
 _CONTEXT_MARKERS = (
@@ -85,6 +89,7 @@ _CONTEXT_MARKERS = (
 _CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
 _FORMAT_MARKERS = ("response_format", "response format", "json_schema", "json_object", "json mode")
 _VALIDATION_MARKERS = ("validation error", "input should be", "literal_error", "not supported")
+_LOGPROBS_MARKERS = ("logprobs", "top_logprobs")
 _REPAIR = (
     "Your previous reply could not be used: {error}. Reply again with only the JSON object "
     "in the format you were given, with no other text."
@@ -236,47 +241,20 @@ def estimate_tokens(text: str) -> int:
     return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
-@dataclass(slots=True)
-class _EndpointMemory:
-    """What an endpoint taught us: the output mode it accepts and its context size."""
+@dataclass(frozen=True, slots=True)
+class TokenOptions:
+    """One token of a reply and the log-probabilities of the tokens the model weighed there."""
 
-    mode: OutputMode = "json_schema"
-    context_tokens: int | None = None
-
-
-def _load_memory(state_path: Path | None) -> dict[str, _EndpointMemory]:
-    if state_path is None:
-        return {}
-    try:
-        raw = json.loads(state_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    memory: dict[str, _EndpointMemory] = {}
-    for base, entry in raw.items() if isinstance(raw, dict) else ():
-        if not isinstance(entry, dict):
-            continue
-        mode = entry.get("mode")
-        size = entry.get("context_tokens")
-        memory[base] = _EndpointMemory(
-            mode if mode in OUTPUT_MODES else "json_schema",
-            size if isinstance(size, int) and size > 0 else None,
-        )
-    return memory
+    token: str
+    options: tuple[tuple[str, float], ...]
 
 
-def _save_memory(state_path: Path, api_base: str, memory: _EndpointMemory) -> None:
-    known = {
-        base: {"mode": m.mode, "context_tokens": m.context_tokens}
-        for base, m in _load_memory(state_path).items()
-    }
-    known[api_base] = {"mode": memory.mode, "context_tokens": memory.context_tokens}
-    temp = state_path.with_name(f".{state_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        state_path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-        temp.replace(state_path)
-    except OSError as exc:
-        logger.warning("cannot remember what endpoint %s supports: %s", api_base, exc)
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A model's reply: its text and, when asked for and given, its tokens' options."""
+
+    text: str
+    tokens: tuple[TokenOptions, ...] = ()
 
 
 class LLMClient:
@@ -307,9 +285,8 @@ class LLMClient:
         self._limiter = RateLimiter(settings.requests_per_minute, 60.0)
         self.concurrency = AdaptiveLimit(settings.max_concurrency)
         self.health = EndpointHealth(self._api_base, logger)
-        self._state_path = state_path
-        self._memory = _load_memory(state_path).get(self._api_base, _EndpointMemory())
-        self._memory_lock = threading.Lock()
+        self._memory = EndpointMemory(self._api_base, state_path)
+        self._asked_lock = threading.Lock()
         self._cancelled = threading.Event()
         self._calls_lock = threading.Lock()
         self._calls_started: dict[object, float] = {}
@@ -371,28 +348,41 @@ class LLMClient:
             UnparseableOutput: the reply and the repaired reply both failed to validate.
             EvaluationError: the endpoint refused the request.
         """
+        return self.complete_json_weighed(model, messages, schema, timeout_s=timeout_s)[0]
+
+    def complete_json_weighed(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        top_logprobs: int = 0,
+        timeout_s: float | None = None,
+    ) -> tuple[T, tuple[TokenOptions, ...]]:
+        """As :meth:`complete_json`, with the reply's tokens and the ``top_logprobs`` options the
+        model weighed at each (none when the endpoint does not give them)."""
         with self._counting_failures():
-            text = self._chat(model, messages, schema, timeout_s)
+            reply = self._chat(model, messages, schema, timeout_s, top_logprobs)
             try:
-                return parse_json_output(text, schema)
+                return parse_json_output(reply.text, schema), reply.tokens
             except UnparseableOutput as first:
                 logger.info(
                     "model %s gave unusable JSON (%s); asking once for a repair", model, first
                 )
                 repair = [
                     *messages,
-                    Message("assistant", text),
+                    Message("assistant", reply.text),
                     Message("user", _REPAIR.format(error=first)),
                 ]
-                text = self._chat(model, repair, schema, timeout_s)
-                return parse_json_output(text, schema)
+                reply = self._chat(model, repair, schema, timeout_s, top_logprobs)
+                return parse_json_output(reply.text, schema), reply.tokens
 
     def complete_text(
         self, model: str, messages: Sequence[Message], *, timeout_s: float | None = None
     ) -> str:
         """The model's reply as plain text (for formats that are not JSON)."""
         with self._counting_failures():
-            return self._chat(model, messages, None, timeout_s)
+            return self._chat(model, messages, None, timeout_s).text
 
     def embed(self, model: str, texts: Sequence[str]) -> list[list[float]]:
         """Embedding vectors for ``texts``, in order, from the endpoint's ``/embeddings``."""
@@ -439,13 +429,17 @@ class LLMClient:
         messages: Sequence[Message],
         schema: type[T] | None,
         timeout_s: float | None,
-    ) -> str:
+        top_logprobs: int = 0,
+    ) -> Reply:
         llm = self._llm(model)
         self._ask_server_once()
         while True:
             mode = self.output_mode if schema is not None else "text"
             sent = list(messages)
             kwargs: dict[str, Any] = {}
+            weighed = top_logprobs > 0 and self._memory.logprobs
+            if weighed:
+                kwargs.update(logprobs=True, top_logprobs=top_logprobs)
             if schema is not None and mode == "json_schema":
                 kwargs["response_format"] = json_schema_format(schema)
             else:
@@ -458,16 +452,19 @@ class LLMClient:
             try:
                 return self._guarded(functools.partial(self._call, llm, sent, kwargs), timeout_s)
             except InputTooLong as exc:
-                self._learn_context(exc.context_tokens)
+                self._memory.learn_context(exc.context_tokens)
                 raise
             except EvaluationError as exc:
+                if weighed and _refuses_logprobs(exc.__cause__):
+                    self._memory.forget_logprobs(exc)
+                    continue
                 if mode == "text" or not refuses_response_format(exc.__cause__):
                     raise
-                self._step_down(mode, exc)
+                self._memory.step_down(mode, exc)
 
     def _call(
         self, llm: OpenAILike, messages: list[Message], kwargs: dict[str, Any], timeout: float
-    ) -> str:
+    ) -> Reply:
         # llama-index takes seconds to import: only a process that really calls a model pays it.
         from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
@@ -476,16 +473,17 @@ class LLMClient:
         counts = response.additional_kwargs or {}
         self.usage.add(
             prompt_tokens=int(counts.get("prompt_tokens", 0) or 0),
+            cached_tokens=_cached_tokens(response.raw),
             completion_tokens=int(counts.get("completion_tokens", 0) or 0),
         )
-        return response.message.content or ""
+        return Reply(response.message.content or "", _token_options(response.raw))
 
     def _ask_server_once(self) -> None:
         """Read what the server publishes about itself, once: llama.cpp's ``/props`` gives its
         context size (``n_ctx``) and how many requests it serves at once (``total_slots``).
         Other servers answer 404 and are left to the context-length errors and the adaptive
         limit; an unreachable one is asked again on the next call."""
-        with self._memory_lock:
+        with self._asked_lock:
             if self._asked_server:
                 return
         root = self._api_base.rstrip("/").removesuffix("/v1")
@@ -494,49 +492,18 @@ class LLMClient:
             props = reply.json() if reply.status_code == 200 else {}
         except (httpx.HTTPError, ValueError):
             return
-        with self._memory_lock:
+        with self._asked_lock:
             self._asked_server = True
         if not isinstance(props, dict):
             return
         defaults = props.get("default_generation_settings")
         n_ctx = defaults.get("n_ctx") if isinstance(defaults, dict) else None
         if isinstance(n_ctx, int) and n_ctx > 0:
-            self._learn_context(n_ctx)
+            self._memory.learn_context(n_ctx)
         slots = props.get("total_slots")
         if isinstance(slots, int) and 0 < slots < self.concurrency.maximum:
             logger.info("endpoint %s serves %d request(s) at once", self._api_base, slots)
             self.concurrency.cap(slots)
-
-    def _step_down(self, refused: OutputMode, exc: EvaluationError) -> None:
-        """The endpoint refused ``refused``: use the next mode from now on, and remember it."""
-        with self._memory_lock:
-            if self._memory.mode != refused:
-                return  # another thread stepped down already
-            self._memory.mode = OUTPUT_MODES[OUTPUT_MODES.index(refused) + 1]
-            mode = self._memory.mode
-        logger.warning(
-            "endpoint %s does not accept response_format %s (%s); asking with %s from now on",
-            self._api_base,
-            refused,
-            exc,
-            "json_object and the schema in the prompt"
-            if mode == "json_object"
-            else "the schema in the prompt and tolerant parsing",
-        )
-        self._remember()
-
-    def _learn_context(self, tokens: int | None) -> None:
-        if tokens is None or tokens == self._memory.context_tokens:
-            return
-        with self._memory_lock:
-            self._memory.context_tokens = tokens
-        logger.info("endpoint %s: the model's context is %d tokens", self._api_base, tokens)
-        self._remember()
-
-    def _remember(self) -> None:
-        if self._state_path is not None:
-            with self._memory_lock:
-                _save_memory(self._state_path, self._api_base, self._memory)
 
     def _guarded(self, call: Callable[[float], Any], timeout_s: float | None) -> Any:
         """Run ``call`` under the rate limit and a concurrency slot, retrying transient errors."""
@@ -689,6 +656,47 @@ def _with_hint(messages: list[Message], hint: str) -> list[Message]:
                 *messages[i + 1 :],
             ]
     return [Message("system", hint), *messages]
+
+
+def _refuses_logprobs(exc: BaseException | None) -> bool:
+    """Whether a refusal says the endpoint does not take ``logprobs`` (some reasoning models)."""
+    import openai
+
+    return (
+        isinstance(exc, openai.APIStatusError)
+        and exc.status_code in (400, 422)
+        and _says(exc, _LOGPROBS_MARKERS)
+    )
+
+
+def _cached_tokens(raw: Any) -> int:
+    """Prompt tokens served from the server's cache: OpenAI's and vLLM's
+    ``usage.prompt_tokens_details.cached_tokens``, else llama.cpp's ``timings.cache_n``."""
+    details = getattr(getattr(raw, "usage", None), "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if isinstance(cached, int):
+        return cached
+    extra = getattr(raw, "model_extra", None) or {}
+    timings = extra.get("timings") if isinstance(extra, dict) else None
+    value = timings.get("cache_n") if isinstance(timings, dict) else None
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _token_options(raw: Any) -> tuple[TokenOptions, ...]:
+    """The reply's tokens with their ``top_logprobs``; empty when the server gave none."""
+    try:
+        content = raw.choices[0].logprobs.content
+    except (AttributeError, IndexError, TypeError):
+        return ()
+    if not content:
+        return ()
+    return tuple(
+        TokenOptions(
+            str(entry.token),
+            tuple((str(o.token), float(o.logprob)) for o in (entry.top_logprobs or ())),
+        )
+        for entry in content
+    )
 
 
 def _overloaded(exc: BaseException) -> bool:

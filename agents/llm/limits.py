@@ -16,6 +16,8 @@ class UsageCounters:
     calls: int = 0
     """HTTP requests sent, retries included."""
     prompt_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the server answered from its prompt cache, where it says so."""
     completion_tokens: int = 0
     cache_hits: int = 0
     failures: int = 0
@@ -37,9 +39,11 @@ class UsageCounters:
     def summary(self) -> str:
         """One line for ``aclarai status`` and the resync summary."""
         s = self.snapshot()
+        share = 100 * s["cached_tokens"] / s["prompt_tokens"] if s["prompt_tokens"] else 0.0
         return (
             f"LLM calls {s['calls']} (retries {s['retries']}, failures {s['failures']}), "
-            f"tokens {s['prompt_tokens']} in / {s['completion_tokens']} out, "
+            f"tokens {s['prompt_tokens']} in ({s['cached_tokens']} cached, {share:.0f}%) / "
+            f"{s['completion_tokens']} out, "
             f"cache hits {s['cache_hits']}"
         )
 

@@ -13,7 +13,14 @@ import json
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    create_model,
+)
 
 from aclarai.parsers import UnparseableOutput
 
@@ -22,7 +29,6 @@ T = TypeVar("T", bound=BaseModel)
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 EntailmentLabel = Literal["entailed", "partial", "not_entailed"]
-VerdictLabel = Literal["supported", "weakly_supported", "unsupported"]
 
 ENTAILMENT_VALUES: dict[str, float] = {"entailed": 1.0, "partial": 0.5, "not_entailed": 0.0}
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
@@ -32,43 +38,21 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class SelectionOut(_Out):
-    """Claimify stage 1: sentences of the target block with verifiable content."""
-
-    selected: list[str]
-
-
-class DisambiguatedSentence(_Out):
-    text: str
-    resolved: bool
-
-
-class DisambiguationOut(_Out):
-    """Claimify stage 2: each selected sentence with its ambiguity resolved, or marked not."""
-
-    sentences: list[DisambiguatedSentence]
-
-
-class DecompositionOut(_Out):
-    """Claimify stage 3: atomic, self-contained claims."""
+class ExtractionOut(_Out):
+    """The claims a block states, each one self-contained sentence."""
 
     claims: list[str]
 
 
-class CombinedItem(_Out):
-    id: Text
-    entailment: EntailmentLabel
-    coverage_score: Unit
-    omitted: list[str] = []
-    decontextualization_score: Unit
-    verdict: VerdictLabel | None = None
-    justification: str | None = None
+Grade = Literal[1, 2, 3, 4, 5]
 
 
-class CombinedOut(_Out):
-    """Every score of every claim of one source block, in one reply."""
-
-    results: list[CombinedItem]
+@functools.cache
+def grades_schema(count: int) -> type[BaseModel]:
+    """``{"c1": grade, …, "cN": grade}``: one grade of 1 to 5 per claim, every id required, so a
+    constrained server cannot skip a claim and a grade is one token."""
+    fields: dict[str, Any] = {f"c{n}": (Grade, ...) for n in range(1, count + 1)}
+    return create_model(f"Grades{count}", __base__=_Out, **fields)
 
 
 class EntailmentOut(_Out):

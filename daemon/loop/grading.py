@@ -320,5 +320,4 @@ class NoteGrader:
         return found - changed
 
     def _window_texts(self, rel: str, blocks: Sequence[Block], block: Block) -> tuple[str, ...]:
-        item = self._extraction_input(rel, blocks, block)
-        return tuple(u.text for u in (*item.before, *item.after))
+        return self._extraction_input(rel, blocks, block).around()

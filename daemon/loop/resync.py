@@ -294,6 +294,18 @@ def _digest(path: Path) -> str | None:
         return None
 
 
+def _token_rows(usage: dict[str, int], blocks: int) -> list[tuple[str, object]]:
+    """What a block cost in prompt tokens, and the share the server's prompt cache served."""
+    prompt = usage.get("prompt_tokens", 0)
+    if not prompt:
+        return []
+    rows: list[tuple[str, object]] = []
+    if blocks:
+        rows.append(("llm prompt_tokens per block", round(prompt / blocks)))
+    rows.append(("llm cached share", f"{100 * usage.get('cached_tokens', 0) / prompt:.0f}%"))
+    return rows
+
+
 def format_summary(summary: ResyncSummary) -> str:
     s, d, c = summary.synced, summary.drain, summary.counts
     rows = [
@@ -319,6 +331,7 @@ def format_summary(summary: ResyncSummary) -> str:
         ]
     for key, value in summary.usage.items():
         rows.append((f"llm {key}", value))
+    rows += _token_rows(summary.usage, s.dirty_blocks)
     if summary.queued is not None:
         rows.append(("blocks still queued", summary.queued))
     if summary.dashboard is not None:

@@ -33,6 +33,7 @@ from aclarai.agents import (
     PairScore,
     QAItem,
     RuleBasedPronounResolver,
+    UsageCounters,
     Verifier,
     llm_judges,
     load_judge_specs,
@@ -199,6 +200,9 @@ class ServiceCore:
     """Why the model endpoint cannot be reached now (``None`` while it answers)."""
     extractor: ClaimExtractor | None = None
     """The claim extractor of the same backend, for callers that grade passages (MCP)."""
+    usage: UsageCounters | None = None
+    """What the model endpoint has cost so far (every route shares one client); ``None``
+    offline."""
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
         """Verdict on one agent answer.
@@ -327,6 +331,7 @@ def build_service_core(config: Config) -> ServiceCore:
         )
     core.owned = (agents,)
     core.extractor = agents.extractor
+    core.usage = agents.usage
     if agents.client is not None:
         health = agents.client.health
         core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None

@@ -12,7 +12,8 @@ Two kinds of line, in any mix:
   ``threshold.claim_quality``, the best threshold, calibration error).
 
 The headline figure of each kind (agreement for answers, AUROC for claims) is what ``--threshold``
-gates: the exit status is 1 when one is below it, so CI can gate a model or prompt change.
+gates: the exit status is 1 when one is below it, so CI can gate a model or prompt change. With the
+LLM backend the report also says what the run cost (``usage``: calls, tokens, failures...).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class ValidationReport:
     claims: ClaimAgreement | None
     errors: list[str] = field(default_factory=list)
     threshold: float | None = None
+    usage: dict[str, int] | None = None
+    """The model endpoint's counters after the run; ``None`` for the offline backend."""
 
     @property
     def headlines(self) -> dict[str, float | None]:
@@ -82,6 +85,7 @@ class ValidationReport:
             "headlines": self.headlines,
             "passed": self.passed,
             "errors": self.errors,
+            "usage": self.usage,
         }
 
 
@@ -131,7 +135,8 @@ def validate(
     claims = _claims(pairs, core, claim_threshold) if pairs else None
     if answers is None and claims is None:
         raise AclaraiError("no labelled line could be used: " + ("; ".join(errors[:3]) or "empty"))
-    return ValidationReport(answers, claims, errors, threshold)
+    usage = None if core.usage is None else core.usage.snapshot()
+    return ValidationReport(answers, claims, errors, threshold, usage)
 
 
 def _human_verdict(record: dict[str, Any]) -> str:
@@ -204,6 +209,8 @@ def format_report(report: ValidationReport) -> str:
             f" (balanced accuracy {_fmt(c.best_balanced_accuracy)})",
             f"calibration error   {_fmt(c.ece)} (ECE, 10 bins)",
         ]
+    if report.usage is not None:
+        out += ["", "llm usage           " + ", ".join(f"{k} {v}" for k, v in report.usage.items())]
     if report.errors:
         out += ["", f"lines not used      {len(report.errors)}"]
         out += [f"  {error}" for error in report.errors[:10]]

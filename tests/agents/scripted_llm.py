@@ -11,9 +11,11 @@ It can also behave like the real servers do before any scripted reply is consult
 some ``response_format`` types (:attr:`ScriptedLLMServer.formats`, refused with a 400 that says
 so), refuse prompts over a context size with the 400 that llama.cpp or OpenAI sends
 (:attr:`~ScriptedLLMServer.context_tokens`, :attr:`~ScriptedLLMServer.context_error`), serve one
-request at a time like a single-slot server (:attr:`~ScriptedLLMServer.slots`), and go away and
-come back on the same port (:meth:`~ScriptedLLMServer.go_down`,
-:meth:`~ScriptedLLMServer.come_back`).
+request at a time like a single-slot server (:attr:`~ScriptedLLMServer.slots`), give each reply
+token's ``top_logprobs`` in OpenAI's shape or refuse ``logprobs`` with a 400
+(:attr:`~ScriptedLLMServer.logprobs`), report the prompt tokens its prompt cache served as OpenAI
+or llama.cpp does (:attr:`~ScriptedLLMServer.cache_report`), and go away and come back on the same
+port (:meth:`~ScriptedLLMServer.go_down`, :meth:`~ScriptedLLMServer.come_back`).
 """
 
 from __future__ import annotations
@@ -21,18 +23,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import re
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 EMBEDDING_DIM = 32
+TokenOptions = tuple[str, tuple[tuple[str, float], ...]]
+"""A reply token and the (token, logprob) options the model weighed there, its own first."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,9 @@ class Reply:
     delay_s: float = 0.0
     raw_body: str | None = None
     """Send this body verbatim instead of a chat completion."""
+    tokens: tuple[TokenOptions, ...] | None = None
+    """The reply's tokens with their options, given where :attr:`ScriptedLLMServer.logprobs`
+    says so; ``None``: the content cut into tokens, each digit one, each sure of itself."""
 
 
 def text(content: str) -> Reply:
@@ -133,6 +141,37 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return sum(len(m.get("content") or "") for m in body.get("messages", [])) // 4
 
 
+def openai_logprobs_refusal() -> dict[str, Any]:
+    """The 400 body OpenAI sends a model that gives no logprobs (its reasoning models)."""
+    return {
+        "error": {
+            "message": "Unsupported parameter: 'logprobs' is not supported with this model.",
+            "type": "invalid_request_error",
+            "param": "logprobs",
+            "code": "unsupported_parameter",
+        }
+    }
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    return "".join(f"<{m.get('role')}>{m.get('content') or ''}" for m in body.get("messages", []))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def cut_into_tokens(content: str) -> tuple[TokenOptions, ...]:
+    """``content`` as a model's tokens: each digit one token, each sure of itself."""
+    pieces = re.findall(r"\d|\s*[^\d\s]+|\s+", content)
+    return tuple((piece, ((piece, 0.0),)) for piece in pieces)
+
+
 class ScriptedLLMServer:
     """Start with :func:`scripted_llm_server`; queue replies; inspect :attr:`requests`."""
 
@@ -155,6 +194,14 @@ class ScriptedLLMServer:
         self.props: dict[str, Any] | None = None
         """What ``GET /props`` answers (llama.cpp publishes its context size and slots there);
         ``None``: 404, as other servers answer."""
+        self.logprobs: Literal["ignore", "give", "refuse"] = "ignore"
+        """What a request asking for ``logprobs`` gets: nothing more (as Ollama), each reply
+        token's ``top_logprobs`` (OpenAI, vLLM, llama.cpp), or OpenAI's 400 for a model that
+        gives none."""
+        self.cache_report: Literal["openai", "llama.cpp"] | None = None
+        """How a reply says how many prompt tokens the prompt cache served (the longest prefix
+        shared with an earlier request): ``usage.prompt_tokens_details.cached_tokens`` or
+        llama.cpp's ``timings.cache_n``; ``None`` says nothing."""
         self._slot_lock: threading.Semaphore | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -195,6 +242,8 @@ class ScriptedLLMServer:
 
     def _refusal(self, body: dict[str, Any]) -> Reply | None:
         """What a real server would refuse before generating anything."""
+        if body.get("logprobs") and self.logprobs == "refuse":
+            return Reply(status=400, raw_body=json.dumps(openai_logprobs_refusal()))
         kind = (body.get("response_format") or {}).get("type")
         if kind is not None and self.formats is not None and kind not in self.formats:
             allowed = " or ".join(f"'{f}'" for f in sorted(self.formats))
@@ -230,6 +279,18 @@ class ScriptedLLMServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+    def cached_tokens(self, request: Recorded) -> int:
+        """The prompt tokens of ``request`` an ideal prompt cache holds: the longest prefix it
+        shares with a request before it, four characters a token."""
+        prompt = _prompt_text(request.body)
+        with self._lock:
+            earlier = [
+                _prompt_text(r.body)
+                for r in self.requests[: self.requests.index(request)]
+                if r.path.endswith("/chat/completions")
+            ]
+        return max((_common_prefix(prompt, e) for e in earlier), default=0) // 4
 
     def _next_reply(self, request: Recorded) -> Reply:
         refused = self._refusal(request.body)
@@ -299,7 +360,7 @@ class ScriptedLLMServer:
                         self._send(200, {}, json.dumps(_embeddings(body)))
                     elif self.path.endswith("/chat/completions"):
                         with server._slot():
-                            self._answer(server._next_reply(recorded), body)
+                            self._answer(server._next_reply(recorded), recorded)
                     else:
                         self._send(404, {}, json.dumps({"error": {"message": "no such path"}}))
                 except OSError:
@@ -308,13 +369,23 @@ class ScriptedLLMServer:
                     with server._lock:
                         server.in_flight -= 1
 
-            def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
+            def _answer(self, reply: Reply, request: Recorded) -> None:
                 if reply.delay_s and server._stopping.wait(reply.delay_s):
                     return
                 if reply.raw_body is not None:
                     self._send(reply.status, reply.headers, reply.raw_body)
                     return
-                self._send(reply.status, reply.headers, json.dumps(_completion(reply, body)))
+                completion = _completion(reply, request.body)
+                if server.logprobs == "give" and request.body.get("logprobs"):
+                    top = int(request.body.get("top_logprobs") or 0)
+                    completion["choices"][0]["logprobs"] = _logprobs(reply, top)
+                cached = server.cached_tokens(request)
+                if server.cache_report == "openai":
+                    completion["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+                elif server.cache_report == "llama.cpp":
+                    prompt_n = completion["usage"]["prompt_tokens"] - cached
+                    completion["timings"] = {"cache_n": cached, "prompt_n": prompt_n}
+                self._send(reply.status, reply.headers, json.dumps(completion))
 
             def _send(self, code: int, headers: dict[str, str], payload: str) -> None:
                 data = payload.encode()
@@ -349,6 +420,27 @@ def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
             "total_tokens": prompt_chars // 4 + len(reply.content) // 4,
         },
     }
+
+
+def _logprobs(reply: Reply, top: int) -> dict[str, Any]:
+    """``choices[0].logprobs`` as OpenAI gives it, ``top`` options a token."""
+    tokens = reply.tokens if reply.tokens is not None else cut_into_tokens(reply.content)
+    assert "".join(token for token, _ in tokens) == reply.content, "tokens spell the reply"
+    content = []
+    for token, options in tokens:
+        own = dict(options).get(token, 0.0)
+        content.append(
+            {
+                "token": token,
+                "logprob": own,
+                "bytes": list(token.encode()),
+                "top_logprobs": [
+                    {"token": t, "logprob": lp, "bytes": list(t.encode())}
+                    for t, lp in options[:top]
+                ],
+            }
+        )
+    return {"content": content, "refusal": None}
 
 
 def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
@@ -386,38 +478,52 @@ def scripted_llm_server() -> Iterator[ScriptedLLMServer]:
         server.stop()
 
 
-CLAIM_ID = re.compile(r'<untrusted kind="claim" id="(c\d+)">')
+CLAIMS_SECTION = re.compile(r'<untrusted kind="claims">\n(.*?)\n</untrusted>', re.DOTALL)
+CLAIM_LINE = re.compile(r"^(c\d+): (.*)$", re.MULTILINE)
+
+
+def graded_claims(request: Recorded) -> dict[str, str]:
+    """The claims a grading prompt asks about, by id, in order."""
+    section = CLAIMS_SECTION.search(request.user_text)
+    return dict(CLAIM_LINE.findall(section.group(1))) if section else {}
 
 
 def claim_ids(request: Recorded) -> list[str]:
-    """The claim ids a combined-mode prompt asks about, in order."""
-    return CLAIM_ID.findall(request.user_text)
+    """The claim ids a grading prompt asks about, in order."""
+    return list(graded_claims(request))
 
 
-def combined_responder(
+def grades_reply(
+    grades: Mapping[str, int], weighed: Mapping[str, Mapping[int, float]] | None = None
+) -> Reply:
+    """``{"c1": 5, "c2": 4}`` as a model writes it, one token a grade; where ``weighed`` gives a
+    key's probabilities of the grades, they are that token's options."""
+    pieces: list[TokenOptions] = [("{", (("{", 0.0),))]
+    for n, (key, grade) in enumerate(grades.items()):
+        for piece in (', "' if n else '"', *re.findall(r"\d|\D+", key), '":', " "):
+            pieces.append((piece, ((piece, 0.0),)))
+        chances = (weighed or {}).get(key, {grade: 1.0})
+        options = sorted(
+            ((str(g), math.log(p)) for g, p in chances.items() if p > 0),
+            key=lambda option: -option[1],
+        )
+        pieces.append((str(grade), tuple(options)))
+    pieces.append(("}", (("}", 0.0),)))
+    return Reply(content="".join(p for p, _ in pieces), tokens=tuple(pieces))
+
+
+def grades_responder(
+    grade: int = 5,
     *,
-    entailment: str = "entailed",
-    coverage: float = 0.8,
-    decontextualization: float = 0.9,
-    verdict: str = "supported",
     skip: frozenset[str] = frozenset(),
+    weighed: Mapping[int, float] | None = None,
 ) -> Callable[[Recorded], Reply]:
-    """Answers a combined-mode call with one good result per claim id (except ``skip``)."""
+    """Answers a grading call with ``grade`` for each claim id asked (except ``skip``); with
+    ``weighed``, those are the probabilities the model gave each grade there."""
 
     def respond(request: Recorded) -> Reply:
-        results = [
-            {
-                "id": cid,
-                "entailment": entailment,
-                "coverage_score": coverage,
-                "omitted": ["1998"],
-                "decontextualization_score": decontextualization,
-                "verdict": verdict,
-                "justification": f"scripted for {cid}",
-            }
-            for cid in claim_ids(request)
-            if cid not in skip
-        ]
-        return json_reply({"results": results})
+        ids = [cid for cid in claim_ids(request) if cid not in skip]
+        grades = dict.fromkeys(ids, grade)
+        return grades_reply(grades, dict.fromkeys(ids, weighed) if weighed else None)
 
     return respond

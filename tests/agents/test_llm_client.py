@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -24,10 +25,16 @@ from aclarai.agents.llm.client import (
 )
 from aclarai.agents.llm.limits import RateLimiter
 from aclarai.agents.llm.prompts import Message
-from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput, parse_json_output
+from aclarai.agents.llm.schemas import (
+    JudgeOut,
+    UnparseableOutput,
+    grades_schema,
+    parse_json_output,
+)
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
 from tests.agents.scripted_llm import (
     ScriptedLLMServer,
+    grades_reply,
     json_reply,
     llama_cpp_context_error,
     openai_context_error,
@@ -394,7 +401,103 @@ def test_usage_summary_reads_as_one_line(
 
     assert summary.startswith("LLM calls 1 ")
     assert "cache hits 2" in summary
+    usage = client.usage.snapshot()
+    prompt, out = usage["prompt_tokens"], usage["completion_tokens"]
+    assert prompt > 0 and out > 0
+    assert f"tokens {prompt} in (0 cached, 0%) / {out} out" in summary
     assert "\n" not in summary
+
+
+@pytest.mark.parametrize("shape", ["openai", "llama.cpp"])
+def test_cached_prompt_tokens_are_counted_as_the_server_reports_them(
+    llm_server: ScriptedLLMServer,
+    make_client: Callable[..., LLMClient],
+    shape: Literal["openai", "llama.cpp"],
+) -> None:
+    """OpenAI and vLLM say ``usage.prompt_tokens_details.cached_tokens``, llama.cpp
+    ``timings.cache_n``; the scripted server's cache holds the longest prefix seen before."""
+    llm_server.cache_report = shape
+    llm_server.responder = lambda _request: json_reply(GOOD)
+    client = make_client()
+    instructions = Message("system", "Grade the answer against the rules. " * 20)
+
+    client.complete_json("m", [instructions, Message("user", "first answer")], JudgeOut)
+    client.complete_json("m", [instructions, Message("user", "second answer")], JudgeOut)
+
+    first, second = llm_server.chat_requests
+    assert llm_server.cached_tokens(first) == 0
+    expected = llm_server.cached_tokens(second)
+    assert expected >= len(instructions.content) // 4
+    usage = client.usage.snapshot()
+    assert usage["cached_tokens"] == expected
+    share = round(100 * expected / usage["prompt_tokens"])
+    assert f"({expected} cached, {share}%)" in client.usage.summary()
+
+
+def test_a_server_saying_nothing_of_its_cache_counts_none_cached(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.responder = lambda _request: json_reply(GOOD)
+    client = make_client()
+
+    for _ in range(2):
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert client.usage.snapshot()["cached_tokens"] == 0
+    assert client.usage.snapshot()["prompt_tokens"] > 0
+
+
+def test_weighed_reply_gives_each_token_with_the_options_the_model_weighed(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.logprobs = "give"
+    llm_server.queue(grades_reply({"c1": 4}, {"c1": {4: 0.5, 5: 0.25, 3: 0.25}}))
+    client = make_client()
+
+    reply, tokens = client.complete_json_weighed("m", MESSAGES, grades_schema(1), top_logprobs=2)
+
+    assert reply.model_dump() == {"c1": 4}
+    body = llm_server.chat_requests[0].body
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 2)
+    assert "".join(t.token for t in tokens) == '{"c1": 4}'
+    [grade] = [t for t in tokens if t.token == "4"]
+    assert [option for option, _ in grade.options] == ["4", "5"], "the top two, as asked"
+    assert grade.options[0][1] == pytest.approx(math.log(0.5))
+
+
+def test_an_unweighed_call_asks_for_no_logprobs(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.logprobs = "give"
+    llm_server.queue(json_reply(GOOD))
+
+    reply, tokens = make_client().complete_json_weighed("m", MESSAGES, JudgeOut)
+
+    assert reply.score == 0.75 and tokens == ()
+    assert "logprobs" not in llm_server.chat_requests[0].body
+
+
+def test_a_refused_logprobs_request_is_asked_again_without_them_and_remembered(
+    tmp_path: Path, llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    state = tmp_path / "endpoints.json"
+    llm_server.logprobs = "refuse"
+    llm_server.responder = lambda _request: grades_reply({"c1": 5})
+    client = make_client(state_path=state)
+
+    reply, tokens = client.complete_json_weighed("m", MESSAGES, grades_schema(1), top_logprobs=5)
+
+    assert (reply.model_dump(), tokens) == ({"c1": 5}, ())
+    assert [bool(r.body.get("logprobs")) for r in llm_server.chat_requests] == [True, False]
+    usage = client.usage.snapshot()
+    assert (usage["failures"], usage["retries"]) == (0, 0), "a refused option is no failure"
+    assert json.loads(state.read_text())[llm_server.base_url]["logprobs"] is False
+
+    make_client(state_path=state).complete_json_weighed(
+        "m", MESSAGES, grades_schema(1), top_logprobs=5
+    )
+    assert len(llm_server.chat_requests) == 3
+    assert "logprobs" not in llm_server.chat_requests[-1].body
 
 
 def test_parse_json_output_rejects_text_without_an_object() -> None:

@@ -10,10 +10,8 @@ from aclarai.agents.llm.prompts import DATA_RULE, PromptLibrary, delimit, delimi
 from aclarai.parsers import ConfigError
 
 ROLES = {
-    "claimify_selection",
-    "claimify_disambiguation",
-    "claimify_decomposition",
-    "combined",
+    "claim_extraction",
+    "claim_grading",
     "entailment",
     "coverage",
     "decontextualization",
@@ -34,6 +32,30 @@ def test_every_role_ships_a_versioned_prompt() -> None:
         assert prompt.version.strip()
         assert prompt.key == f"{name}@{prompt.version}"
         assert "${" in prompt.user, f"{name} takes no input"
+
+
+def test_the_replaced_claimify_stages_and_combined_prompt_are_gone() -> None:
+    names = set(PromptLibrary().names())
+
+    assert not names & {
+        "claimify_selection",
+        "claimify_disambiguation",
+        "claimify_decomposition",
+        "combined",
+    }
+
+
+def test_what_repeats_comes_before_what_changes_in_the_claim_prompts() -> None:
+    """The instructions are the system message, the same for every block; in the grading prompt
+    the source (shared by a block's claims) precedes the claims."""
+    library = PromptLibrary()
+    extraction = library.get("claim_extraction")
+    grading = library.get("claim_grading")
+
+    assert "${" not in extraction.system + grading.system
+    assert extraction.user.lstrip().startswith("TARGET block:\n${block}")
+    assert grading.user.index("${source}") < grading.user.index("${context}")
+    assert grading.user.index("${context}") < grading.user.index("${claims}")
 
 
 def test_render_ends_the_system_prompt_with_the_data_rule() -> None:

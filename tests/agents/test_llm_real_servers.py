@@ -4,6 +4,7 @@ OpenAI send them, a single-slot server, ``{}`` answers, and a model echoing the 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from tests.agents.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
-    combined_responder,
+    grades_responder,
     json_reply,
     slow,
 )
@@ -39,13 +40,13 @@ LONG = "word " * 2500
 
 
 def claimify(request: Recorded) -> Reply:
-    """Each stage answers for the target block: its one sentence, resolved, as one claim."""
-    system = request.system_text
-    if "selection stage" in system:
-        return json_reply({"selected": ["The bridge opened in 1998."]})
-    if "disambiguation stage" in system:
-        return json_reply({"sentences": [{"text": "The bridge opened in 1998.", "resolved": True}]})
-    return json_reply({"claims": ["The bridge opened in 1998."]})
+    """The target block's first sentence, at most ten words of it, as its one claim."""
+    found = re.search(
+        r'<untrusted kind="target_block">\n(.*?)\n</untrusted>', request.user_text, re.DOTALL
+    )
+    assert found is not None, "an extraction prompt names its target block"
+    first = re.split(r"(?<=[.!?])\s+", found.group(1))[0]
+    return json_reply({"claims": [" ".join(first.split()[:10])]})
 
 
 def test_a_json_schema_server_gets_the_schema_and_decodes_to_it(
@@ -58,8 +59,10 @@ def test_a_json_schema_server_gets_the_schema_and_decodes_to_it(
     [claim] = extractor.extract(ExtractionInput(Utterance("b1", "The bridge opened in 1998.")))
 
     assert claim.text == "The bridge opened in 1998."
-    schemas = [r.body["response_format"]["json_schema"]["name"] for r in llm_server.chat_requests]
-    assert schemas == ["SelectionOut", "DisambiguationOut", "DecompositionOut"]
+    [request] = llm_server.chat_requests
+    response_format = request.body["response_format"]
+    assert response_format["json_schema"]["name"] == "ExtractionOut"
+    assert response_format["json_schema"]["schema"]["required"] == ["claims"]
 
 
 def test_empty_object_answers_fail_that_call_after_one_repair(
@@ -91,12 +94,14 @@ def test_an_over_long_block_is_refused_alone_then_fitted_to_the_context_the_serv
     outcomes = extractor.extract_each([*healthy, long])
 
     assert [[c.text for c in o] for o in outcomes if isinstance(o, list)] == [
-        ["The bridge opened in 1998."]
-    ] * 4
+        *[["The bridge opened in 1998."]] * 3,
+        [" ".join(["word"] * 10)],
+    ]
     assert client.context_tokens == 1500, "learned from the server's 400"
     refused = [r for r in llm_server.chat_requests if LONG.strip() in r.user_text]
     assert len(refused) == 1, "one request refused, no retry of the same prompt"
-    fitted = llm_server.chat_requests[-3]
+    assert len(llm_server.chat_requests) == 3 + 2
+    fitted = llm_server.chat_requests[-1]
     assert CUT_MARKER in fitted.user_text, "the block itself cut, visibly"
     assert fitted.user_text.count("word") > 100, "as much of the block as fits"
     assert client.output_mode == "json_schema", "a context error is no format refusal"
@@ -130,10 +135,10 @@ def test_neighbours_are_cut_before_the_block(
 
     LLMClaimExtractor(client, model="m").extract(item)
 
-    selection = llm_server.chat_requests[0]
+    [request] = llm_server.chat_requests
     # The model reads the block as rendered: its trailing space is no text.
-    assert f"\n{block.text.strip()}\n</untrusted>" in selection.user_text, "the block is whole"
-    assert len(selection.user_text) < len(LONG)
+    assert f"\n{block.text.strip()}\n</untrusted>" in request.user_text, "the block is whole"
+    assert len(request.user_text) < len(LONG)
     assert all(
         len(r.user_text) // 3 + len(r.system_text) // 3 < 2000 for r in llm_server.chat_requests
     )
@@ -206,8 +211,6 @@ def test_claims_echoing_the_prompt_scaffolding_are_dropped(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
     llm_server.queue(
-        json_reply({"selected": ["The bridge opened in 1998."]}),
-        json_reply({"sentences": [{"text": "The bridge opened in 1998.", "resolved": True}]}),
         json_reply(
             {
                 "claims": [
@@ -230,24 +233,26 @@ def test_claims_echoing_the_prompt_scaffolding_are_dropped(
 def test_combined_scoring_cuts_the_context_not_the_source(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
-    llm_server.responder = combined_responder()
+    llm_server.responder = grades_responder()
     source = "Migration 0042 times out after 300 seconds."
     item = EvalItem("Migration 0042 times out.", source, (LONG,))
-    fitted = LLMEvaluator(make_client(context_tokens=1200, max_tokens=256), models=RoleModels())
+    fitted = LLMEvaluator(make_client(context_tokens=600, max_tokens=256), models=RoleModels())
 
     [score] = fitted.evaluate_batch([item])
 
-    assert score.status == "ok" and score.coverage_score == 0.8
+    assert score.status == "ok" and score.entailed_score == 1.0
     prompt = llm_server.chat_requests[-1].user_text
     assert f'<untrusted kind="source">\n{source}\n</untrusted>' in prompt
-    assert LONG not in prompt
+    assert "word" not in prompt, "the context is dropped to fit"
 
     llm_server.context_tokens = 1000
     seen = len(llm_server.chat_requests)
     learner = LLMEvaluator(make_client(max_tokens=256), models=RoleModels())
-    [refitted] = learner.evaluate_batch([item])
+    long_source = "Migration 0042 times out after 300 seconds. " * 90
+    [refitted] = learner.evaluate_batch([EvalItem("Migration 0042 times out.", long_source)])
     assert refitted.status == "ok"
     assert len(llm_server.chat_requests) - seen == 2, "refused once, then fitted and answered"
+    assert CUT_MARKER in llm_server.chat_requests[-1].user_text
 
     llm_server.context_tokens = 50
     [failed] = learner.evaluate_batch([EvalItem("Another claim.", source, (LONG,))])

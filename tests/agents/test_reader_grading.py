@@ -18,7 +18,12 @@ from aclarai.agents.base import EvalItem, ExtractionInput, Score, Utterance
 from aclarai.agents.llm.agents import LLMClaimExtractor, LLMEvaluator, RoleModels
 from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.offline import OfflineClaimExtractor, OfflineEvaluator
-from tests.agents.scripted_llm import ScriptedLLMServer, combined_responder, json_reply
+from tests.agents.scripted_llm import (
+    ScriptedLLMServer,
+    claim_ids,
+    grades_responder,
+    json_reply,
+)
 
 SCORES = ("entailed_score", "coverage_score", "decontextualization_score")
 TOLERANCE = 0.05
@@ -309,7 +314,7 @@ def test_cjk_scores_are_sensible() -> None:
 def test_llm_evaluator_is_sent_the_rendered_text(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
-    llm_server.responder = combined_responder()
+    llm_server.responder = grades_responder()
     evaluator = LLMEvaluator(make_client(), models=RoleModels(default="grader"))
 
     [score] = evaluator.evaluate_batch(
@@ -319,7 +324,7 @@ def test_llm_evaluator_is_sent_the_rendered_text(
     assert score.status == "ok"
     sent = llm_server.chat_requests[0].user_text
     assert '<untrusted kind="source">\nThe app has no ribbon.\n</untrusted>' in sent
-    assert "\nThe app has no Ribbon.\n</untrusted>" in sent
+    assert "\nc1: The app has no Ribbon.\n</untrusted>" in sent
     assert "[[" not in sent
 
 
@@ -327,7 +332,7 @@ def test_items_equal_once_rendered_are_asked_once(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
     # A scripted model that, like a small real one, answers a repeated claim only once.
-    llm_server.responder = combined_responder(skip=frozenset({"c2"}))
+    llm_server.responder = grades_responder(skip=frozenset({"c2"}))
     evaluator = LLMEvaluator(make_client(), models=RoleModels(default="grader"))
 
     marked, plain = evaluator.evaluate_batch(
@@ -340,13 +345,13 @@ def test_items_equal_once_rendered_are_asked_once(
     assert marked.status == plain.status == "ok"
     assert marked == plain
     [request] = llm_server.chat_requests
-    assert request.user_text.count("Claim c") == 1
+    assert claim_ids(request) == ["c1"]
 
 
 def test_llm_extractor_reads_the_prose(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
-    llm_server.queue(json_reply({"selected": []}))
+    llm_server.queue(json_reply({"claims": []}))
     block = Utterance("blk-1", "- The app has no [[Ribbon]].\n```\nprint('x')\n```\n- [ ] Call Bob")
     item = ExtractionInput(block, before=(Utterance("blk-0", "A **bold** neighbour."),))
 

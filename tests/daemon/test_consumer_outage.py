@@ -51,7 +51,7 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
         llm_server.responder = responder()
         notes.sync_vault()
         consumer.drain()
-        assert note_scores(vault)["blk-a1"]["coverage_score"] == 0.8
+        assert note_scores(vault)["blk-a1"]["entailed_score"] == 1.0
 
         llm_server.go_down()
         note = vault / "bridge.md"
@@ -86,7 +86,7 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
         assert len(back) == 1 and "is back" in back[0].getMessage()
         assert queue.get_meta(MODEL_DOWN_META) is None
         assert queue.depth() == 0
-        assert "1999" in note.read_text() and note_scores(vault)["blk-a1"]["coverage_score"] == 0.8
+        assert "1999" in note.read_text() and note_scores(vault)["blk-a1"]["entailed_score"] == 1.0
     finally:
         agents.close()
         store.close()
@@ -99,7 +99,7 @@ def test_sigterm_during_a_slow_model_call_stops_within_ten_seconds(
     make_vault: Callable[[Mapping[str, str]], Path],
     start_daemon: Callable[..., DaemonProcess],
 ) -> None:
-    llm_server.responder = lambda _request: slow(40.0, '{"selected": []}')
+    llm_server.responder = lambda _request: slow(40.0, '{"claims": []}')
     vault = make_vault(NOTES)
     env = {k: v for k, v in llm_env(tmp_path, llm_server).items() if k != "XDG_CONFIG_HOME"}
     daemon = start_daemon(vault, wait=False, **env)

@@ -1,7 +1,8 @@
 """End-to-end ``resync`` with ``model.backend: llm`` against a scripted OpenAI-compatible server.
 
-Real HTTP through the real client stack: the responder below plays the three Claimify stages and
-the combined scoring call, reading the delimited texts of each prompt the way a model would.
+Real HTTP through the real client stack: the responder below plays the one extraction call per
+block and the one grading call per source block, reading the delimited texts of each prompt the
+way a model would.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from aclarai.agents.offline.coverage import coverage
+from aclarai.agents.offline.decontext import decontextualization
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.factory import build_store
 from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
@@ -23,7 +26,7 @@ from tests.agents.scripted_llm import (
     Reply,
     ScriptedLLMServer,
     claim_ids,
-    combined_responder,
+    grades_responder,
     json_reply,
     scripted_llm_server,
     status,
@@ -32,21 +35,15 @@ from tests.agents.scripted_llm import (
 from tests.daemon.conftest import note_text
 
 KEY_ENV = "SCRIPTED_LLM_KEY"
+BLOCKS = {
+    "blk-a1": "alice: The bridge opened in 1998. It carries 40,000 cars a day.",
+    "blk-a2": "bob: Thanks, sounds good!",
+    "blk-b1": "carol: Migration 0042 times out after 300 seconds.",
+    "blk-b2": "dana: Sprint 18 ends on June 19.",
+}
 NOTES = {
-    "bridge.md": note_text(
-        [
-            ("blk-a1", "alice: The bridge opened in 1998. It carries 40,000 cars a day."),
-            ("blk-a2", "bob: Thanks, sounds good!"),
-        ],
-        title="Bridge",
-    ),
-    "ops/migration.md": note_text(
-        [
-            ("blk-b1", "carol: Migration 0042 times out after 300 seconds."),
-            ("blk-b2", "dana: Sprint 18 ends on June 19."),
-        ],
-        title="Ops",
-    ),
+    "bridge.md": note_text([(b, BLOCKS[b]) for b in ("blk-a1", "blk-a2")], title="Bridge"),
+    "ops/migration.md": note_text([(b, BLOCKS[b]) for b in ("blk-b1", "blk-b2")], title="Ops"),
 }
 CLAIMS = {
     "blk-a1": ["The bridge opened in 1998.", "The bridge carries 40,000 cars a day."],
@@ -56,13 +53,11 @@ CLAIMS = {
 }
 N_CLAIMS = sum(len(c) for c in CLAIMS.values())
 SCORED_BLOCKS = sum(1 for c in CLAIMS.values() if c)
-EXTRACTION_CALLS = sum(3 if c else 1 for c in CLAIMS.values())
-"""Three stages per block; a block with nothing verifiable stops after selection."""
+EXTRACTION_CALLS = len(CLAIMS)
+"""One call per block, whatever it holds."""
 
 STAGES = {
-    "selection stage": "selection",
-    "disambiguation stage": "disambiguation",
-    "decomposition stage": "decomposition",
+    "You extract the claims": "extraction",
     "You grade claims": "scoring",
 }
 
@@ -80,29 +75,20 @@ def stage(request: Recorded) -> str:
 
 
 def claimify(request: Recorded) -> Reply:
-    """Selection keeps sentences with a number, disambiguation resolves "It", decomposition
-    keeps each sentence as one claim."""
-    name = stage(request)
-    if name == "selection":
-        [block] = _delimited(request, "target_block")
-        utterance = block.split(": ", 1)[-1]
-        sentences = re.split(r"(?<=[.!?])\s+", utterance)
-        return json_reply({"selected": [s for s in sentences if re.search(r"\d", s)]})
-    if name == "disambiguation":
-        resolved = [
-            s.replace("It ", "The bridge ") for s in _delimited(request, "selected_sentence")
-        ]
-        return json_reply({"sentences": [{"text": s, "resolved": True} for s in resolved]})
-    if name == "decomposition":
-        return json_reply({"claims": _delimited(request, "sentence")})
-    raise AssertionError(f"not a Claimify stage: {name}")
+    """Each sentence of the target block with a number is one claim, "It" resolved to the
+    bridge."""
+    assert stage(request) == "extraction", "not an extraction prompt"
+    [block] = _delimited(request, "target_block")
+    sentences = re.split(r"(?<=[.!?])\s+", block.split(": ", 1)[-1])
+    claims = [s.replace("It ", "The bridge ") for s in sentences if re.search(r"\d", s)]
+    return json_reply({"claims": claims})
 
 
 def responder(
     scoring: Callable[[Recorded], Reply] | None = None,
     extraction: Callable[[Recorded], Reply] = claimify,
 ) -> Callable[[Recorded], Reply]:
-    score = scoring or combined_responder(coverage=0.8, decontextualization=0.9)
+    score = scoring or grades_responder(5)
 
     def respond(request: Recorded) -> Reply:
         return score(request) if stage(request) == "scoring" else extraction(request)
@@ -169,6 +155,21 @@ def note_scores(vault: Path) -> dict[str, dict[str, float]]:
     }
 
 
+def graded(block_id: str, claim: str, grade: int) -> tuple[float, float, float]:
+    """A claim's scores when the model grades it ``grade``: the entailment from the grade, the
+    coverage and decontextualization from the offline agents' lexical checks on its block."""
+    return (
+        (grade - 1) / 4,
+        coverage(claim, BLOCKS[block_id]).score,
+        decontextualization(claim, BLOCKS[block_id], ()).score,
+    )
+
+
+def weakest(scores: list[tuple[float, float, float]]) -> dict[str, float]:
+    """What a block's score comment shows: each score's lowest over its claims."""
+    return {name: min(s[i] for s in scores) for i, name in enumerate(SCORE_NAMES)}
+
+
 def scores_of(claim: StoredClaim) -> tuple[float | None, ...]:
     assert claim.score is not None, f"claim {claim.id} was never evaluated"
     return tuple(getattr(claim.score, name) for name in SCORE_NAMES)
@@ -194,25 +195,23 @@ def test_llm_scores_reach_edges_and_notes_and_cost_nothing_when_unchanged(
 
     requests = llm_server.chat_requests
     by_stage = calls_by_stage(requests)
-    assert by_stage["selection"] + by_stage["disambiguation"] + by_stage["decomposition"] == (
-        EXTRACTION_CALLS
-    )
+    assert by_stage["extraction"] == EXTRACTION_CALLS
     scoring = [r for r in requests if stage(r) == "scoring"]
     assert len(scoring) == SCORED_BLOCKS <= N_CLAIMS
     assert sum(len(claim_ids(r)) for r in scoring) == N_CLAIMS, "each claim scored in one call"
     claims = stored_claims(config, vault)
     assert {bid: [c.text for c in found] for bid, found in claims.items()} == CLAIMS
-    for found in claims.values():
+    for block_id, found in claims.items():
         for claim in found:
-            assert scores_of(claim) == (1.0, 0.8, 0.9)
+            assert scores_of(claim) == graded(block_id, claim.text, 5)
             assert claim.score is not None and claim.score.status == "ok"
             assert claim.score.verdict == "supported"
+            assert scores_of(claim)[2] == 1.0, "every claim stands alone: 'It' was resolved"
     assert note_scores(vault) == {
-        "blk-a1": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
-        "blk-a2": {},
-        "blk-b1": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
-        "blk-b2": {"entailed_score": 1.0, "coverage_score": 0.8, "decontextualization_score": 0.9},
+        block_id: weakest([graded(block_id, c, 5) for c in texts]) if texts else {}
+        for block_id, texts in CLAIMS.items()
     }
+    assert note_scores(vault)["blk-a1"]["coverage_score"] < 1.0, "1998 is left out of a claim"
     assert first.usage["calls"] == len(requests)
     assert first.usage["prompt_tokens"] > 0 and first.usage["completion_tokens"] > 0
     assert (first.usage["cache_hits"], first.usage["failures"]) == (0, 0)
@@ -235,25 +234,20 @@ def test_reevaluate_rescores_every_claim_without_extracting_again(
     llm_server.responder = responder()
     run(config, vault)
     seen = len(llm_server.chat_requests)
-    llm_server.responder = responder(combined_responder(coverage=0.6, decontextualization=0.9))
+    llm_server.responder = responder(grades_responder(3))
 
     again = run(config, vault, reevaluate=True)
 
     by_stage = calls_by_stage(new_requests(llm_server, seen))
-    assert by_stage == {
-        "selection": 0,
-        "disambiguation": 0,
-        "decomposition": 0,
-        "scoring": SCORED_BLOCKS,
-    }
+    assert by_stage == {"extraction": 0, "scoring": SCORED_BLOCKS}
     assert again.drain.claims_evaluated == N_CLAIMS
     assert again.usage["calls"] == SCORED_BLOCKS
     assert all(
-        scores_of(c) == (1.0, 0.6, 0.9)
-        for found in stored_claims(config, vault).values()
+        scores_of(c) == graded(block_id, c.text, 3)
+        for block_id, found in stored_claims(config, vault).items()
         for c in found
     )
-    assert note_scores(vault)["blk-b1"]["coverage_score"] == 0.6
+    assert note_scores(vault)["blk-b1"]["entailed_score"] == 0.5
     assert again.drain.files_written == 2
 
 
@@ -305,16 +299,13 @@ def test_failing_endpoint_gives_null_scores_that_the_next_resync_fills(
     filled = run(config, vault)
 
     by_stage = calls_by_stage(new_requests(llm_server, seen))
-    assert by_stage["scoring"] == SCORED_BLOCKS
-    assert by_stage["selection"] == 0
+    assert by_stage == {"extraction": 0, "scoring": SCORED_BLOCKS}
     assert filled.counts is not None
     assert (filled.counts.scored_claims, filled.counts.null_scores) == (N_CLAIMS, 0)
     assert filled.queued == 0
-    assert note_scores(vault)["blk-a1"] == {
-        "entailed_score": 1.0,
-        "coverage_score": 0.8,
-        "decontextualization_score": 0.9,
-    }
+    assert note_scores(vault)["blk-a1"] == weakest(
+        [graded("blk-a1", c, 5) for c in CLAIMS["blk-a1"]]
+    )
 
 
 def test_resync_and_evaluate_exit_69_while_the_model_is_down(
@@ -341,4 +332,69 @@ def test_resync_and_evaluate_exit_69_while_the_model_is_down(
     llm_server.come_back()
     llm_server.responder = responder()
     assert main(["resync", str(vault)]) == 0
-    assert note_scores(vault)["blk-b1"]["coverage_score"] == 0.8
+    assert note_scores(vault)["blk-b1"] == weakest(
+        [graded("blk-b1", c, 5) for c in CLAIMS["blk-b1"]]
+    )
+
+
+INCIDENT = {
+    "blk-i1": "fred: The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 "
+    "UTC.",
+    "blk-i2": "gina: The root cause was an expired TLS certificate on the payments gateway.",
+}
+OUTAGE_CLAIM = "The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 UTC."
+ROOT_CAUSE_CLAIM = "The root cause was an expired TLS certificate on the payments gateway."
+
+
+def misfiling(request: Recorded) -> Reply:
+    """A small model's mistake from issue 23: the facts of the context given beside the target
+    block come back as claims of the block, with the block's own."""
+    assert stage(request) == "extraction"
+    [block] = _delimited(request, "target_block")
+    own = [c for c in (OUTAGE_CLAIM, ROOT_CAUSE_CLAIM) if c in block]
+    return json_reply({"claims": [*own, OUTAGE_CLAIM, ROOT_CAUSE_CLAIM]})
+
+
+def _claims_of(request: Recorded) -> list[str]:
+    [section] = _delimited(request, "claims")
+    return [line.split(": ", 1)[1] for line in section.splitlines()]
+
+
+def test_the_checkout_outage_is_never_filed_under_the_tls_certificate_block(
+    tmp_path: Path,
+    llm_server: ScriptedLLMServer,
+    make_vault: Callable[[Mapping[str, str]], Path],
+) -> None:
+    config = load_config(env=llm_env(tmp_path, llm_server))
+    vault = make_vault({"incident.md": note_text(list(INCIDENT.items()), title="Incident")})
+    llm_server.responder = responder(extraction=misfiling)
+
+    run(config, vault)
+
+    store = build_store(config, config.state_dir_for(vault))
+    try:
+        blocks = store.live_blocks_with_ids(INCIDENT)
+        claims = store.claims_of_blocks(b.id for b in blocks)
+        filed = {b.block_id: [c.text for c in claims[b.id]] for b in blocks}
+    finally:
+        store.close()
+    assert filed == {"blk-i1": [OUTAGE_CLAIM], "blk-i2": [ROOT_CAUSE_CLAIM]}
+    graded_texts = [
+        text for r in llm_server.chat_requests if stage(r) == "scoring" for text in _claims_of(r)
+    ]
+    assert sorted(graded_texts) == sorted([OUTAGE_CLAIM, ROOT_CAUSE_CLAIM]), "none graded twice"
+
+
+def test_resync_counts_the_prompt_tokens_the_servers_cache_served(
+    setup: tuple[Config, Path], llm_server: ScriptedLLMServer
+) -> None:
+    config, vault = setup
+    llm_server.cache_report = "llama.cpp"
+    llm_server.responder = responder()
+
+    summary = run(config, vault)
+
+    served = sum(llm_server.cached_tokens(r) for r in llm_server.chat_requests)
+    assert served > 0, "the instructions repeat from one call to the next"
+    assert summary.usage["cached_tokens"] == served
+    assert re.search(rf"^llm cached_tokens +{served}$", format_summary(summary), re.M)

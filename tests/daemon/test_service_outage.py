@@ -23,6 +23,8 @@ from tests.agents.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
+    claim_ids,
+    grades_responder,
     json_reply,
     scripted_llm_server,
 )
@@ -42,25 +44,9 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 
 def judge_everything(request: Recorded) -> Reply:
-    """A model that answers every judge and the combined scorer well."""
-    if "results" in json.dumps(request.body.get("response_format") or {}):
-        ids = [f"c{n}" for n in range(1, request.user_text.count('kind="claim"') + 1)]
-        return json_reply(
-            {
-                "results": [
-                    {
-                        "id": cid,
-                        "entailment": "entailed",
-                        "coverage_score": 1.0,
-                        "omitted": [],
-                        "decontextualization_score": 1.0,
-                        "verdict": "supported",
-                        "justification": "stated",
-                    }
-                    for cid in ids
-                ]
-            }
-        )
+    """A model that answers every judge and the claim grader well."""
+    if claim_ids(request):
+        return grades_responder(5)(request)
     return json_reply({"score": 0.95, "reason": "fine"})
 
 

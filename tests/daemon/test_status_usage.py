@@ -28,17 +28,24 @@ from tests.agents.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
-    combined_responder,
+    grades_responder,
     scripted_llm_server,
 )
 from tests.daemon.conftest import QUIET_S, note_text, wait_until
-from tests.daemon.test_resync_llm import CLAIMS, NOTES, responder
+from tests.daemon.test_resync_llm import CLAIMS, NOTES, graded, responder
 from tests.daemon.test_resync_llm import llm_env as scripted_env
 
 ERIN = ("blk-c1", "erin: The database migration took 40 minutes on Friday.")
-LOW = (1.0 * 0.2 * 0.9) ** (1 / 3)
-"""Quality of a bridge claim under :func:`bridge_scored_low` (~0.56): entailed, 0.2, 0.9."""
-HIGH = (1.0 * 0.8 * 0.9) ** (1 / 3)
+LOW_GRADE = 2
+
+
+def quality(scores: tuple[float, float, float]) -> float:
+    return (scores[0] * scores[1] * scores[2]) ** (1 / 3)
+
+
+LOW = {claim: quality(graded("blk-a1", claim, LOW_GRADE)) for claim in CLAIMS["blk-a1"]}
+"""Quality of each bridge claim under :func:`bridge_scored_low` (0.50 and 0.63)."""
+HIGH = min(quality(graded(b, c, 5)) for b, texts in CLAIMS.items() if b != "blk-a1" for c in texts)
 """Quality of every other claim (~0.90)."""
 
 
@@ -71,9 +78,9 @@ def add_block(vault: Path, block: tuple[str, str]) -> None:
 
 
 def bridge_scored_low() -> Callable[[Recorded], Reply]:
-    """Scores the claims of the bridge block with coverage 0.2, every other claim with 0.8."""
-    low = combined_responder(coverage=0.2, decontextualization=0.9)
-    high = combined_responder(coverage=0.8, decontextualization=0.9)
+    """Grades the claims of the bridge block 2 of 5, every other claim 5."""
+    low = grades_responder(LOW_GRADE)
+    high = grades_responder(5)
 
     def respond(request: Recorded) -> Reply:
         # Only the SOURCE section: the similar utterances shown beside it span the whole vault.
@@ -205,7 +212,8 @@ def test_low_quality_claims_are_counted_listed_and_summarised(
 ) -> None:
     llm_server.responder = responder(scoring=bridge_scored_low())
     config = load_config(env=llm_env)
-    assert LOW < 0.70 < HIGH
+    assert max(LOW.values()) < 0.70 < HIGH
+    assert min(LOW.values()) > 0.45
 
     summary = run(config, vault)
 
@@ -218,10 +226,10 @@ def test_low_quality_claims_are_counted_listed_and_summarised(
     text = format_status(status)
     assert "low quality  2 below 0.70" in text
     for claim in CLAIMS["blk-a1"]:
-        assert f"  {LOW:.2f}  blk-a1  {claim}" in text
+        assert f"  {LOW[claim]:.2f}  blk-a1  {claim}" in text
 
-    lenient = load_config(env={**llm_env, "ACLARAI_THRESHOLD__CLAIM_QUALITY": "0.5"})
+    lenient = load_config(env={**llm_env, "ACLARAI_THRESHOLD__CLAIM_QUALITY": "0.45"})
     relaxed = collect_status(lenient, vault)
     assert relaxed.counts is not None and relaxed.counts.low_quality == 0
     assert relaxed.low_quality == []
-    assert "low quality  0 below 0.50" in format_status(relaxed)
+    assert "low quality  0 below 0.45" in format_status(relaxed)
