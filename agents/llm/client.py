@@ -318,6 +318,12 @@ class LLMClient:
             return None
         return max(window - self.settings.max_tokens - 64, window // 4)
 
+    def requests_at_once(self) -> int:
+        """How many calls this endpoint is sent at once (``max_concurrency``, capped at the slots a
+        llama.cpp server publishes, which is asked here if it was not yet)."""
+        self._ask_server_once()
+        return self.concurrency.maximum
+
     def cancel(self) -> None:
         """Abandon calls in flight and refuse new ones (:class:`CallCancelled`): shutting down."""
         self._cancelled.set()

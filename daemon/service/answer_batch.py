@@ -86,7 +86,20 @@ def _evaluate(core: ServiceCore, line: JsonLine) -> EvaluateResponse:
 def evaluate_events(
     lines: Iterable[JsonLine], core: ServiceCore, *, workers: int = 1
 ) -> Iterator[tuple[JsonLine, EvaluateResponse | AclaraiError]]:
-    """Each line with its response, or the error that took its place, in input order."""
+    """Each line with its response, or the error that took its place, in input order.
+
+    No more events run at once than the model endpoint serves: a judge's timeout counts from
+    when it was asked, so an event queued behind others at a one-slot server would time out.
+    """
+    if core.requests_at_once is not None:
+        serves = core.requests_at_once()
+        if serves < workers:
+            log.info(
+                "the model endpoint serves %d request(s) at once: %d event(s) at a time",
+                serves,
+                serves,
+            )
+            workers = serves
     window: deque[tuple[JsonLine, Future[EvaluateResponse]]] = deque()
     with ThreadPoolExecutor(
         max_workers=max(1, workers), thread_name_prefix="aclarai-batch"

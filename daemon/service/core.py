@@ -203,6 +203,8 @@ class ServiceCore:
     usage: UsageCounters | None = None
     """What the model endpoint has cost so far (every route shares one client); ``None``
     offline."""
+    requests_at_once: Callable[[], int] | None = None
+    """How many calls the model endpoint takes at once; ``None`` offline (no limit)."""
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateResponse:
         """Verdict on one agent answer.
@@ -333,6 +335,7 @@ def build_service_core(config: Config) -> ServiceCore:
     core.extractor = agents.extractor
     core.usage = agents.usage
     if agents.client is not None:
+        core.requests_at_once = agents.client.requests_at_once
         health = agents.client.health
         core.model_unreachable = lambda: (health.last_error or "no answer") if health.down else None
     return core

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -109,7 +110,7 @@ def test_offline_judges_give_a_pass_to_a_good_answer(offline: OfflineEvaluator) 
 def _by_judge(scores: dict[str, Reply]) -> Callable[[Recorded], Reply]:
     def respond(request: Recorded) -> Reply:
         for word, reply in scores.items():
-            if word in request.system_text:
+            if word in request.user_text:
                 return reply
         return status(418, message="unexpected prompt")
 
@@ -154,6 +155,23 @@ def test_llm_judges_score_from_structured_replies(
     assert len(llm_server.chat_requests) == 3
     for request in llm_server.chat_requests:
         assert '<untrusted kind="answer">' in request.user_text
+
+
+def test_the_llm_judges_share_their_prompt_up_to_their_question(
+    llm_server: ScriptedLLMServer, llm_evaluator: Callable[..., AnswerEvaluator]
+) -> None:
+    # What repeats comes first: the one system prompt, then the context, query and answer, and
+    # only then each judge's question, so that a server's prompt cache reads an event once.
+    llm_server.responder = lambda request: json_reply({"score": 1.0, "reason": "fine"})
+    llm_evaluator().evaluate(GOOD)
+    requests = llm_server.chat_requests
+    assert len(requests) == 3
+    assert len({r.system_text for r in requests}) == 1
+    users = [r.user_text for r in requests]
+    shared = users[0][: len(os.path.commonprefix(users))]  # noqa: RUF071 (text, not paths)
+    assert shared.index(CONTEXT) < shared.index(QUERY) < shared.index(GOOD.answer)
+    questions = {u[len(shared) :].split(":")[0].strip() for u in users}
+    assert questions == {"RELEVANCE", "FAITHFULNESS", "COHERENCE"}
 
 
 def test_an_unparseable_llm_judge_is_left_out(

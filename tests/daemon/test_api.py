@@ -298,7 +298,7 @@ def test_the_llm_backend_judges_with_the_model(tmp_path: Path) -> None:
 
     def respond(request: Recorded) -> Reply:
         for word, score in judged.items():
-            if word in request.system_text:
+            if word in request.user_text:
                 return json_reply({"score": score, "reason": f"{word.lower()} by the model"})
         return status(418, message="unexpected prompt")
 

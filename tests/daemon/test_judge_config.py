@@ -104,7 +104,7 @@ def test_a_judge_added_in_yaml_runs_with_its_own_prompt_and_model(tmp_path: Path
         if "POLITENESS" in request.system_text:
             return json_reply({"score": 0.25, "reason": "curt"})
         for word in ("RELEVANCE", "FAITHFULNESS", "COHERENCE"):
-            if word in request.system_text:
+            if word in request.user_text:
                 return json_reply({"score": 1.0, "reason": word.lower()})
         return status(418, message="unexpected prompt")
 
@@ -136,7 +136,7 @@ def test_a_judge_retries_an_unusable_reply(tmp_path: Path) -> None:
     calls: list[str] = []
 
     def respond(request: Recorded) -> Reply:
-        if "RELEVANCE" in request.system_text:
+        if "RELEVANCE" in request.user_text:
             calls.append("relevance")
             if len(calls) <= 2:
                 return text("no JSON here, sorry")

@@ -90,7 +90,7 @@ def test_a_judge_that_times_out_caps_the_verdict_at_review(tmp_path: Path) -> No
 
     def respond(request: Recorded) -> Reply:
         for word in ("RELEVANCE", "FAITHFULNESS", "COHERENCE"):
-            if word in request.system_text:
+            if word in request.user_text:
                 reply = json.dumps({"score": 0.95, "reason": word.lower()})
                 return slow(1.5, reply) if word in late else Reply(content=reply)
         return json_reply({"score": 0.95, "reason": "fine"})

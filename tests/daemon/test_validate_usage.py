@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +15,16 @@ import pytest
 from aclarai.daemon.service.core import build_service_core
 from aclarai.daemon.service.validate import format_report, validate
 from tests.agents.scripted_llm import (
+    Recorded,
+    Reply,
     ScriptedLLMServer,
     grades_responder,
+    json_reply,
     prompt_tokens,
     scripted_llm_server,
 )
 from tests.daemon.service_helpers import make_config
+from tests.daemon.test_spec_requests import CAPITAL_OF_FRANCE
 
 PAIRS = [
     {
@@ -101,3 +106,38 @@ def test_the_validate_command_prints_its_usage_as_json(
     report = json.loads(done.stdout)
     assert report["claims"]["n"] == len(PAIRS)
     assert {k: report["usage"][k] for k in ("calls", "prompt_tokens")} == sent(llm)
+
+
+def test_answer_events_run_no_more_at_once_than_a_one_slot_server_serves(tmp_path: Path) -> None:
+    # A judge's timeout counts from when it was asked: four events' judges queued behind one
+    # slot would time out, so a batch takes the slots the server publishes as its worker count.
+    event = json.loads(CAPITAL_OF_FRANCE)
+
+    def respond(request: Recorded) -> Reply:
+        time.sleep(0.25)
+        return json_reply({"score": 1, "reason": "answers the query from the context"})
+
+    with scripted_llm_server() as server:
+        server.props = {"total_slots": 1, "default_generation_settings": {"n_ctx": 4096}}
+        server.responder = respond
+        config = make_config(
+            tmp_path,
+            {
+                "model.backend": "llm",
+                "model.llm.api_base": server.base_url,
+                "service.judge_timeout_s": 1.5,
+            },
+        )
+        core = build_service_core(config)
+        try:
+            events = [
+                json.dumps({**event, "event_id": f"evt-{n}", "human_annotation": "pass"}).encode()
+                for n in range(4)
+            ]
+            report = validate(events, core, claim_threshold=0.5, workers=4)
+        finally:
+            core.close()
+
+    assert report.answers is not None
+    assert report.answers.confusion[0][0] == 4, "every right, grounded answer passes"
+    assert not report.errors
