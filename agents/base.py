@@ -27,6 +27,8 @@ from typing import TypeVar
 from aclarai.parsers import EvaluationError, normalize_text, prose_text, reader_text
 
 _Record = TypeVar("_Record")
+W = TypeVar("W")
+"""A window's element: an utterance, a text, a position."""
 
 
 def _pickled_by_fields(cls: type[_Record]) -> type[_Record]:
@@ -57,6 +59,18 @@ class Utterance:
     text: str
 
 
+def nearest_first_order(before: Sequence[W], after: Sequence[W]) -> list[W]:
+    """A window's blocks nearest its target first: the one before, the one after, the second
+    before, the second after…"""
+    order: list[W] = []
+    for distance in range(max(len(before), len(after))):
+        if distance < len(before):
+            order.append(before[-1 - distance])
+        if distance < len(after):
+            order.append(after[distance])
+    return order
+
+
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class ExtractionInput:
@@ -67,15 +81,9 @@ class ExtractionInput:
     after: tuple[Utterance, ...] = ()
 
     def around(self) -> tuple[str, ...]:
-        """The window's texts, the nearest the block first: the one before, the one after, the
-        second before… (what an evaluator keeps of a window it must cut)."""
-        texts: list[str] = []
-        for distance in range(max(len(self.before), len(self.after))):
-            if distance < len(self.before):
-                texts.append(self.before[-1 - distance].text)
-            if distance < len(self.after):
-                texts.append(self.after[distance].text)
-        return tuple(texts)
+        """The window's texts, the nearest the block first (what an evaluator keeps of a window
+        it must cut)."""
+        return tuple(u.text for u in nearest_first_order(self.before, self.after))
 
 
 @_pickled_by_fields

@@ -172,10 +172,15 @@ def build_agents(
         if config.model.embedding
         else HashingEmbedder()
     )
-    index = VectorIndex(embedder)
-    if store is not None:
-        index.upsert(Utterance(b.id, b.text) for b in live_blocks(store))
-    tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=index)
+    index: VectorIndex | None = None
+    tools = None
+    # Only the per-agent decontextualization agent searches utterances: combined mode grades
+    # decontextualization lexically, and indexing the vault for it would cost embeddings.
+    if config.model.llm.mode == "per_agent":
+        index = VectorIndex(embedder)
+        if store is not None:
+            index.upsert(Utterance(b.id, b.text) for b in live_blocks(store))
+        tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=index)
     extractor = LLMClaimExtractor(
         client, model=models.for_role("extraction"), prompts=prompts, cache=extract_cache
     )

@@ -3,7 +3,7 @@
 Extraction is one call per block: the Claimify stages (select what is verifiable, resolve
 references from the context, split into atomic self-contained claims) are one instruction, and
 the nearest neighbouring blocks (at most :data:`CONTEXT_CHARS` of them) are context, never a
-source: a claim whose content words are not mostly its block's is dropped
+source: a claim not drawn from its block is dropped
 (:func:`~aclarai.agents.llm.grounding.drawn_from`). The result is cached by the block's text and
 window.
 
@@ -16,8 +16,8 @@ follows the one-agent-per-score design: an entailment, a coverage and a decontex
 agent, plus the verification agent, per claim, the decontextualization agent shown the claim's
 nearest utterances from the ``vector_search_utterances`` tool when its role has it.
 
-Every prompt puts what repeats first (instructions, then the context) and what changes last (the
-block, the claims), so a server's prompt cache serves the repeated part.
+Every prompt puts what repeats first (the instructions, the same for every block and note; for
+grading, the block before its claims), so a server's prompt cache serves the repeated part.
 
 A failed or unreadable evaluation gives ``None`` scores and a status saying why; it is never 0 and
 never cached, so it is retried on the next run. Each block is extracted on its own: one that fails
@@ -26,7 +26,7 @@ never cached, so it is retried on the next run. Each block is extracted on its o
 Prompts fit the model's context when its size is known (``model.llm.context_tokens``, or what the
 server said): the neighbouring blocks are cut first (all to half the longest one's length, again
 and again), then dropped, and only then the block itself; every cut is marked with
-:data:`CUT_MARKER` so the model sees it.
+:data:`~aclarai.agents.llm.fitting.CUT_MARKER` so the model sees it.
 Extracted texts that repeat the prompt's scaffolding (``<untrusted kind=``, ``claim_1``) are
 dropped: they are the model echoing its instructions, not claims.
 """
@@ -36,9 +36,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -57,7 +58,8 @@ from aclarai.agents.base import (
 )
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.llm.client import InputTooLong, LLMClient, estimate_tokens
+from aclarai.agents.llm.client import InputTooLong, LLMClient
+from aclarai.agents.llm.fitting import CONTEXT_CHARS, fit_prompt, nearest_context, nearest_first
 from aclarai.agents.llm.grades import unit_score, weighed_grades
 from aclarai.agents.llm.grounding import drawn_from
 from aclarai.agents.llm.prompts import (
@@ -90,17 +92,11 @@ EXTRACTION_PROMPT = "claim_extraction"
 GRADING_PROMPT = "claim_grading"
 PER_AGENT_PROMPTS = ("entailment", "coverage", "decontextualization", "verification")
 DECONTEXTUALIZATION_ROLE = "decontextualization_agent"
-CUT_MARKER = "[... cut here to fit the model's context]"
-_SHORTEST_NEIGHBOUR = 80
-"""A neighbour cut below this many characters says nothing: the neighbours are dropped."""
-CONTEXT_CHARS = 400
-"""The neighbouring blocks' share of a prompt: enough to resolve a pronoun or a missing name,
-little enough that a block costs a few hundred prompt tokens (Claimify resolves from the nearest
-sentences; the window's far blocks rarely matter)."""
 TOP_LOGPROBS = 5
 """Options asked for at each reply token: the grades 1 to 5 that matter are near the top."""
 SUPPORTED_FROM = 0.75
 WEAKLY_SUPPORTED_FROM = 0.375
+_CLAIM_ID = re.compile(r"\b(c\d+)\s*:", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,52 +132,6 @@ def _nonblank(texts: Sequence[str]) -> list[str]:
 
 def _short_hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
-
-
-def _cut(text: str, chars: int) -> str:
-    """``text`` cut to about ``chars`` characters at a word boundary, the cut marked."""
-    if len(text) <= chars:
-        return text
-    head = text[: max(chars, 0)]
-    space = head.rfind(" ")
-    if space > chars // 2:
-        head = head[:space]
-    return f"{head.rstrip()} {CUT_MARKER}".lstrip()
-
-
-def fit_prompt(
-    render: Callable[[list[str], str], list[Message]],
-    neighbours: Sequence[str],
-    main: str,
-    budget_tokens: int | None,
-) -> tuple[list[str], str]:
-    """``neighbours`` and ``main`` cut so that ``render(neighbours, main)`` fits the budget.
-
-    Neighbours go first: all of them are cut to half the longest one's length, again and again,
-    and dropped once that is too short to mean anything; then ``main`` is cut, marked.
-    """
-    kept = list(neighbours)
-    if budget_tokens is None:
-        return kept, main
-
-    def size(texts: list[str], text: str) -> int:
-        return sum(estimate_tokens(m.content) for m in render(texts, text))
-
-    cap = max((len(t) for t in neighbours), default=0)
-    while kept and size(kept, main) > budget_tokens:
-        cap //= 2
-        kept = [_cut(t, cap) for t in neighbours] if cap >= _SHORTEST_NEIGHBOUR else []
-    if size(kept, main) <= budget_tokens:
-        return kept, main
-    # The longest cut that fits, by bisection: the text may appear more than once in a prompt.
-    low, high = 0, len(main)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if size(kept, _cut(main, middle)) <= budget_tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return kept, _cut(main, low)
 
 
 def _refitting(client: LLMClient, attempt: Callable[[], R]) -> R:
@@ -276,7 +226,7 @@ class LLMClaimExtractor(ClaimExtractor):
         unique = list(dict.fromkeys(t for t in _nonblank(texts) if not echoes_scaffolding(t)))
         claims = []
         for text in unique:
-            if drawn_from(text, block.text):
+            if drawn_from(text, block.text, (*before, *after)):
                 claims.append(Claim(make_claim_id(block.block_id, text), block.block_id, text))
             else:
                 logger.info(
@@ -305,42 +255,6 @@ class LLMClaimExtractor(ClaimExtractor):
         return _nonblank(reply.claims)
 
 
-def nearest_context(
-    before: Sequence[str], after: Sequence[str], chars: int
-) -> tuple[list[str], list[str]]:
-    """The window's blocks that fit in ``chars``, the nearest the target first (see
-    :func:`nearest_first`); order within each side is kept."""
-    order = [
-        (side, i)
-        for distance in range(max(len(before), len(after)))
-        for side, i in (("before", len(before) - 1 - distance), ("after", distance))
-        if 0 <= i < (len(before) if side == "before" else len(after))
-    ]
-    kept = nearest_first([(before if side == "before" else after)[i] for side, i in order], chars)
-    by_side: dict[str, dict[int, str]] = {"before": {}, "after": {}}
-    for (side, i), text in zip(order, kept, strict=True):
-        if text:
-            by_side[side][i] = text
-    return (
-        [by_side["before"][i] for i in sorted(by_side["before"])],
-        [by_side["after"][i] for i in sorted(by_side["after"])],
-    )
-
-
-def nearest_first(texts: Sequence[str], chars: int) -> list[str]:
-    """``texts`` (nearest the target first) while they fit in ``chars``; the first that does not is
-    cut to what is left, if that still says something, and the rest are left out (``""``)."""
-    kept: list[str] = []
-    left = chars
-    for raw in texts:
-        text = raw.strip() if left >= _SHORTEST_NEIGHBOUR else ""
-        if text and len(text) > left:
-            text = _cut(text, left)
-        kept.append(text)
-        left -= len(text)
-    return kept
-
-
 def _context_field(texts: Sequence[str]) -> str:
     return delimit("context", "\n\n".join(texts)) if texts else "(none)"
 
@@ -353,7 +267,7 @@ class LLMEvaluator(Evaluator):
         models: the model of each role; ``combined`` mode uses ``default``.
         prompts: the prompt library (shipped prompts by default).
         cache: unchanged (model, prompts, claim, source, context) cost nothing when given.
-        mode: ``combined`` (at most one call per claim) or ``per_agent``.
+        mode: ``combined`` (one call per block's claims) or ``per_agent``.
         tools: tools by role; ``vector_search_utterances`` feeds the decontextualization agent.
         claims_per_call: in combined mode, the most claims of one block graded by one call.
     """
@@ -382,7 +296,11 @@ class LLMEvaluator(Evaluator):
         self._search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH) if tools else None
         names = (GRADING_PROMPT,) if mode == "combined" else PER_AGENT_PROMPTS
         self._prompts = {name: library.get(name) for name in names}
-        self._verifier = LLMVerifier(client, model=models.for_role("verification"), prompts=library)
+        self._verifier = (
+            LLMVerifier(client, model=models.for_role("verification"), prompts=library)
+            if mode == "per_agent"
+            else None
+        )
         self._role_models = (
             [models.default]
             if mode == "combined"
@@ -398,6 +316,8 @@ class LLMEvaluator(Evaluator):
 
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         items = as_read(items)
+        if self._mode == "combined":
+            return self._evaluate_combined(items)
         results: list[Score | None] = [None] * len(items)
         keys = [self._key(item) for item in items]
         pending: list[int] = []
@@ -418,17 +338,9 @@ class LLMEvaluator(Evaluator):
                 results[i] = score
                 self._client.usage.add(cache_hits=1)
         workers = self._client.settings.max_concurrency
-        if self._mode == "combined":
-            groups = self._groups([(i, items[i]) for i in pending])
-            for group, outcome in zip(
-                groups, _run_all(self._score_group, groups, workers), strict=True
-            ):
-                for (i, _), score in zip(group, self._group_scores(group, outcome), strict=True):
-                    results[i] = score
-        else:
-            scored = _run_all(self._score_per_agent, [items[i] for i in pending], workers)
-            for i, outcome in zip(pending, scored, strict=True):
-                results[i] = outcome if isinstance(outcome, Score) else _failed(outcome)
+        scored = _run_all(self._score_per_agent, [items[i] for i in pending], workers)
+        for i, outcome in zip(pending, scored, strict=True):
+            results[i] = outcome if isinstance(outcome, Score) else _failed(outcome)
         for i in pending:
             score = results[i]
             if self._cache is not None and score is not None and score.status == "ok":
@@ -448,6 +360,43 @@ class LLMEvaluator(Evaluator):
             list(item.context),
             top_k,
         )
+
+    def _evaluate_combined(self, items: Sequence[EvalItem]) -> list[Score]:
+        """One call per block's claims; only the model's grade is cached, under the context the
+        prompt showed, so the lexical scores follow their rules and a far neighbour's edit costs
+        no call."""
+        shown = [
+            replace(item, context=tuple(t for t in nearest_first(item.context, CONTEXT_CHARS) if t))
+            for item in items
+        ]
+        keys = [
+            cache_key(
+                self.name, self.version, self._role_models, i.claim, i.source, list(i.context)
+            )
+            for i in shown
+        ]
+        grades: dict[str, float | EvaluationError] = {}
+        pending: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key in grades or key in pending:
+                continue  # equal items are asked once: a model given one claim twice answers once
+            stored = self._cache.get(key) if self._cache is not None else None
+            if isinstance(stored, dict) and isinstance(stored.get("grade"), int | float):
+                grades[key] = float(stored["grade"])
+                self._client.usage.add(cache_hits=1)
+            else:
+                pending[key] = i
+        groups = self._groups([(i, shown[i]) for i in pending.values()])
+        workers = self._client.settings.max_concurrency
+        for group, outcome in zip(
+            groups, _run_all(self._score_group, groups, workers), strict=True
+        ):
+            for n, (i, _) in enumerate(group, 1):
+                grade = outcome if isinstance(outcome, EvaluationError) else outcome[f"c{n}"]
+                grades[keys[i]] = grade
+                if self._cache is not None and isinstance(grade, float):
+                    self._cache.put(keys[i], {"grade": grade})
+        return [_graded(item, grades[key]) for item, key in zip(items, keys, strict=True)]
 
     def _groups(self, pending: list[tuple[int, EvalItem]]) -> list[list[tuple[int, EvalItem]]]:
         by_block: dict[tuple[str, tuple[str, ...]], list[tuple[int, EvalItem]]] = {}
@@ -478,9 +427,7 @@ class LLMEvaluator(Evaluator):
         source = group[0][1]
         claims = delimit(
             "claims",
-            "\n".join(
-                f"c{n}: {' '.join(item.claim.split())}" for n, (_, item) in enumerate(group, 1)
-            ),
+            "\n".join(f"c{n}: {_claim_line(item.claim)}" for n, (_, item) in enumerate(group, 1)),
         )
 
         def render(context: list[str], text: str) -> list[Message]:
@@ -490,9 +437,9 @@ class LLMEvaluator(Evaluator):
                 context=around, source=delimit("source", text), claims=claims
             )
 
-        # The daemon gives a block's window nearest first (ExtractionInput.around).
-        near = [t for t in nearest_first(source.context, CONTEXT_CHARS) if t]
-        context, text = fit_prompt(render, near, source.source, self._client.prompt_budget_tokens())
+        context, text = fit_prompt(
+            render, list(source.context), source.source, self._client.prompt_budget_tokens()
+        )
         reply, tokens = self._client.complete_json_weighed(
             self._models.default,
             render(context, text),
@@ -500,33 +447,6 @@ class LLMEvaluator(Evaluator):
             top_logprobs=TOP_LOGPROBS,
         )
         return weighed_grades(tokens, reply.model_dump())
-
-    def _group_scores(
-        self, group: list[tuple[int, EvalItem]], outcome: dict[str, float] | EvaluationError
-    ) -> list[Score]:
-        if isinstance(outcome, EvaluationError):
-            return [_failed(outcome)] * len(group)
-        scores = []
-        for n, (_, item) in enumerate(group, 1):
-            grade = outcome[f"c{n}"]
-            entailed = unit_score(grade)
-            covered = coverage(item.claim, item.source)
-            verdict = grade_verdict(entailed)
-            label = verdict.replace("_", " ").capitalize()
-            scores.append(
-                Score(
-                    entailed_score=entailed,
-                    coverage_score=covered.score,
-                    decontextualization_score=decontextualization(
-                        item.claim, item.source, item.context
-                    ).score,
-                    verdict=verdict,
-                    justification=f"{label}: the model grades the source's support for the "
-                    f"claim {grade:.1f} of 5.",
-                    omitted=covered.omitted,
-                )
-            )
-        return scores
 
     def _score_per_agent(self, item: EvalItem) -> Score:
         claim = delimit("claim", item.claim)
@@ -550,6 +470,7 @@ class LLMEvaluator(Evaluator):
                 )
             except EvaluationError as exc:
                 problems.append(f"{role}={failure_status(exc)}")
+        assert self._verifier is not None  # built in per-agent mode
         verdict = self._verifier.verify(item.claim, [item.source, *item.context])
         if verdict.status != "ok":
             problems.append(f"verification={verdict.status}")
@@ -569,6 +490,31 @@ class LLMEvaluator(Evaluator):
             justification=verdict.justification if verdict.status == "ok" else None,
             omitted=tuple(_nonblank(coverage.omitted)) if isinstance(coverage, CoverageOut) else (),
         )
+
+
+def _graded(item: EvalItem, grade: float | EvaluationError) -> Score:
+    """The claim's scores from the model's entailment grade and the lexical agents."""
+    if isinstance(grade, EvaluationError):
+        return _failed(grade)
+    entailed = unit_score(grade)
+    covered = coverage(item.claim, item.source)
+    verdict = grade_verdict(entailed)
+    label = verdict.replace("_", " ").capitalize()
+    return Score(
+        entailed_score=entailed,
+        coverage_score=covered.score,
+        decontextualization_score=decontextualization(item.claim, item.source, item.context).score,
+        verdict=verdict,
+        justification=f"{label}: the model grades the source's support for the claim "
+        f"{grade:.1f} of 5.",
+        omitted=covered.omitted,
+    )
+
+
+def _claim_line(claim: str) -> str:
+    """A claim on one line of the claims section, with no ``c2:`` of its own that could pose as
+    another claim's id."""
+    return _CLAIM_ID.sub(r"\1 -", " ".join(claim.split()))
 
 
 def grade_verdict(entailed: float) -> str:

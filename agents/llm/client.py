@@ -443,7 +443,7 @@ class LLMClient:
             mode = self.output_mode if schema is not None else "text"
             sent = list(messages)
             kwargs: dict[str, Any] = {}
-            weighed = top_logprobs > 0 and self._memory.logprobs
+            weighed = top_logprobs > 0 and self._memory.takes_logprobs(model)
             if weighed:
                 kwargs.update(logprobs=True, top_logprobs=top_logprobs)
             if schema is not None and mode == "json_schema":
@@ -461,10 +461,11 @@ class LLMClient:
                 self._memory.learn_context(exc.context_tokens)
                 raise
             except EvaluationError as exc:
-                if weighed and _refuses_logprobs(exc.__cause__):
-                    self._memory.forget_logprobs(exc)
+                refused_format = mode != "text" and refuses_response_format(exc.__cause__)
+                if weighed and not refused_format and _refuses_logprobs(exc.__cause__):
+                    self._memory.forget_logprobs(model, exc)
                     continue
-                if mode == "text" or not refuses_response_format(exc.__cause__):
+                if not refused_format:
                     raise
                 self._memory.step_down(mode, exc)
 

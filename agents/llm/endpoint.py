@@ -31,7 +31,14 @@ class EndpointMemory:
         size = known.get("context_tokens")
         self.mode: OutputMode = mode if mode in OUTPUT_MODES else "json_schema"
         self.context_tokens: int | None = size if isinstance(size, int) and size > 0 else None
-        self.logprobs: bool = known.get("logprobs") is not False
+        refused = known.get("logprobs_refused")
+        self._no_logprobs: set[str] = (
+            {str(m) for m in refused} if isinstance(refused, list) else set()
+        )
+
+    def takes_logprobs(self, model: str) -> bool:
+        """Whether ``model`` may be asked for ``logprobs`` (not refused yet)."""
+        return model not in self._no_logprobs
 
     def step_down(self, refused: OutputMode, exc: EvaluationError) -> None:
         """The endpoint refused ``refused``: use the next mode from now on, and remember it."""
@@ -49,20 +56,22 @@ class EndpointMemory:
             if mode == "json_object"
             else "the schema in the prompt and tolerant parsing",
         )
-        self._save()
+        self._save("mode", mode)
 
-    def forget_logprobs(self, exc: EvaluationError) -> None:
-        """The endpoint refused ``logprobs``: ask without them from now on."""
+    def forget_logprobs(self, model: str, exc: EvaluationError) -> None:
+        """``model`` refused ``logprobs``: ask it without them from now on."""
         with self._lock:
-            if not self.logprobs:
+            if model in self._no_logprobs:
                 return
-            self.logprobs = False
+            self._no_logprobs.add(model)
+            refused = sorted(self._no_logprobs)
         logger.warning(
-            "endpoint %s does not give logprobs (%s); grades are read as written from now on",
+            "model %s at %s does not give logprobs (%s); its grades are read as written now",
+            model,
             self._api_base,
             exc,
         )
-        self._save()
+        self._save("logprobs_refused", refused)
 
     def learn_context(self, tokens: int | None) -> None:
         """The model's context size, as the server said it."""
@@ -71,18 +80,15 @@ class EndpointMemory:
         with self._lock:
             self.context_tokens = tokens
         logger.info("endpoint %s: the model's context is %d tokens", self._api_base, tokens)
-        self._save()
+        self._save("context_tokens", tokens)
 
-    def _save(self) -> None:
+    def _save(self, field: str, value: Any) -> None:
+        """Write ``field`` of this endpoint's entry, keeping what other processes wrote."""
         if self._state_path is None:
             return
         with self._lock:
             known = _load(self._state_path)
-            known[self._api_base] = {
-                "mode": self.mode,
-                "context_tokens": self.context_tokens,
-                "logprobs": self.logprobs,
-            }
+            known[self._api_base] = {**known.get(self._api_base, {}), field: value}
             path = self._state_path
             temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             try:

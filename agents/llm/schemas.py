@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
-    StringConstraints,
     ValidationError,
     create_model,
 )
@@ -27,7 +27,6 @@ from aclarai.parsers import UnparseableOutput
 T = TypeVar("T", bound=BaseModel)
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 EntailmentLabel = Literal["entailed", "partial", "not_entailed"]
 
 ENTAILMENT_VALUES: dict[str, float] = {"entailed": 1.0, "partial": 0.5, "not_entailed": 0.0}
@@ -44,7 +43,17 @@ class ExtractionOut(_Out):
     claims: list[str]
 
 
-Grade = Literal[1, 2, 3, 4, 5]
+def _as_grade(value: Any) -> Any:
+    """A grade written ``"4"`` or ``4.0`` (small models in text mode do) read as 4; anything
+    else is left for the schema to refuse."""
+    if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+        value = float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Grade = Annotated[Literal[1, 2, 3, 4, 5], BeforeValidator(_as_grade)]
 
 
 @functools.cache

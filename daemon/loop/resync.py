@@ -331,7 +331,7 @@ def format_summary(summary: ResyncSummary) -> str:
         ]
     for key, value in summary.usage.items():
         rows.append((f"llm {key}", value))
-    rows += _token_rows(summary.usage, s.dirty_blocks)
+    rows += _token_rows(summary.usage, d.blocks_processed)
     if summary.queued is not None:
         rows.append(("blocks still queued", summary.queued))
     if summary.dashboard is not None:

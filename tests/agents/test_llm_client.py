@@ -491,13 +491,50 @@ def test_a_refused_logprobs_request_is_asked_again_without_them_and_remembered(
     assert [bool(r.body.get("logprobs")) for r in llm_server.chat_requests] == [True, False]
     usage = client.usage.snapshot()
     assert (usage["failures"], usage["retries"]) == (0, 0), "a refused option is no failure"
-    assert json.loads(state.read_text())[llm_server.base_url]["logprobs"] is False
+    assert json.loads(state.read_text())[llm_server.base_url]["logprobs_refused"] == ["m"]
 
     make_client(state_path=state).complete_json_weighed(
         "m", MESSAGES, grades_schema(1), top_logprobs=5
     )
     assert len(llm_server.chat_requests) == 3
     assert "logprobs" not in llm_server.chat_requests[-1].body
+
+
+def test_a_logprobs_refusal_is_remembered_for_that_model_only(
+    tmp_path: Path, llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    # One URL serves reasoning models that refuse logprobs and chat models that give them.
+    state = tmp_path / "endpoints.json"
+    llm_server.logprobs = "refuse"
+    llm_server.responder = lambda _request: grades_reply({"c1": 5})
+    make_client(state_path=state).complete_json_weighed(
+        "reasoner", MESSAGES, grades_schema(1), top_logprobs=5
+    )
+    llm_server.logprobs = "give"
+
+    make_client(state_path=state).complete_json_weighed(
+        "chat-model", MESSAGES, grades_schema(1), top_logprobs=5
+    )
+
+    assert llm_server.chat_requests[-1].body["logprobs"] is True
+
+
+def test_a_format_refusal_that_names_logprobs_too_steps_the_format_down(
+    tmp_path: Path, llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    # LiteLLM lists every parameter the model lacks: the format is what must change first.
+    llm_server.queue(
+        status(400, message="does not support parameters: ['logprobs', 'response_format']"),
+        grades_reply({"c1": 4}),
+    )
+    state = tmp_path / "endpoints.json"
+    client = make_client(state_path=state)
+
+    reply, _ = client.complete_json_weighed("m", MESSAGES, grades_schema(1), top_logprobs=5)
+
+    assert reply.model_dump() == {"c1": 4}
+    assert client.output_mode == "json_object"
+    assert "logprobs_refused" not in json.loads(state.read_text())[llm_server.base_url]
 
 
 def test_parse_json_output_rejects_text_without_an_object() -> None:

@@ -4,7 +4,7 @@ blocks that explain the block."""
 from __future__ import annotations
 
 from aclarai.agents.base import ExtractionInput, Utterance
-from aclarai.agents.llm.agents import CUT_MARKER, nearest_context, nearest_first
+from aclarai.agents.llm.fitting import CUT_MARKER, nearest_context, nearest_first
 
 
 def test_the_window_is_given_nearest_the_block_first() -> None:

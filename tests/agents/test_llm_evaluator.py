@@ -298,7 +298,7 @@ def test_a_server_refusing_logprobs_is_asked_without_them_and_that_is_remembered
     assert (refused.body["logprobs"], refused.body["top_logprobs"]) == (True, TOP_LOGPROBS)
     assert "logprobs" not in answered.body and "top_logprobs" not in answered.body
     assert (score.status, score.entailed_score) == ("ok", 0.75)
-    assert json.loads(state.read_text())[llm_server.base_url]["logprobs"] is False
+    assert json.loads(state.read_text())[llm_server.base_url]["logprobs_refused"]
 
     make_evaluator(make_client(state_path=state)).evaluate_batch(ITEMS[3:])
     assert len(llm_server.chat_requests) == 3, "a second client sends none: one request"
@@ -492,3 +492,24 @@ def test_per_agent_partial_failure_nulls_only_that_score(
 def test_unknown_mode_is_refused(make_client: Callable[..., LLMClient]) -> None:
     with pytest.raises(ValueError, match="mode"):
         LLMEvaluator(make_client(), models=RoleModels(), mode="cheap")  # type: ignore[arg-type]
+
+
+def test_a_far_neighbours_edit_costs_no_call(
+    llm_server: ScriptedLLMServer,
+    make_evaluator: Callable[..., LLMEvaluator],
+    make_cache: Callable[..., ResultCache],
+) -> None:
+    # The window is nearest first; only what fits in CONTEXT_CHARS is shown to the model, so an
+    # edit beyond it changes nothing the model saw.
+    near = "The Øresund link joins Denmark and Sweden. " * 8
+    item = EvalItem("The bridge opened in 1998.", SOURCE_B, (near, "A far note."), "b1")
+    cache = make_cache()
+    llm_server.responder = grades_responder(4)
+    first = make_evaluator(cache=cache).evaluate(item)
+
+    edited = EvalItem(item.claim, item.source, (near, "A far note, edited."), "b1")
+    again = make_evaluator(cache=cache).evaluate(edited)
+
+    assert len(llm_server.chat_requests) == 1
+    assert _scores(again) == _scores(first) == (0.75, *_lexical(item))
+    assert len(cache) == 1

@@ -11,8 +11,9 @@ import pytest
 
 from aclarai.agents.base import ExtractionInput, Utterance, claim_id
 from aclarai.agents.cache import ResultCache
-from aclarai.agents.llm.agents import CONTEXT_CHARS, CUT_MARKER, LLMClaimExtractor, nearest_context
+from aclarai.agents.llm.agents import LLMClaimExtractor
 from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.fitting import CONTEXT_CHARS, CUT_MARKER, nearest_context
 from aclarai.agents.llm.prompts import DATA_RULE
 from aclarai.parsers import EvaluatorUnavailable
 from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, status

@@ -32,3 +32,23 @@ def test_a_neighbours_fact_with_one_shared_word_is_not_drawn_from_the_block() ->
 
 def test_a_claim_with_no_content_words_is_not_judged_here() -> None:
     assert drawn_from("It is.", "The bridge opened in 1998.")
+
+
+def test_words_the_context_explains_do_not_count_against_the_claim() -> None:
+    # A short chat turn whose "it" the model resolved from the turn before.
+    block = "bob: Yes, let's do it on Friday."
+    context = ["alice: Can we roll back the payments deploy?"]
+    claim = "Bob agreed to roll back the payments deploy on Friday."
+
+    assert not drawn_from(claim, block)
+    assert drawn_from(claim, block, context)
+
+
+def test_a_neighbours_fact_is_dropped_however_well_the_context_explains_it() -> None:
+    context = [
+        "frank: The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 UTC."
+    ]
+    claim = "The checkout service was down for 47 minutes on June 6, from 14:02 to 14:49 UTC."
+    block = "gina: The root cause was an expired TLS certificate on the payments gateway."
+
+    assert not drawn_from(claim, block, context)

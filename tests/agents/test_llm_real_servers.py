@@ -14,14 +14,13 @@ import pytest
 
 from aclarai.agents.base import EvalItem, ExtractionInput, Utterance
 from aclarai.agents.llm.agents import (
-    CUT_MARKER,
     LLMClaimExtractor,
     LLMEvaluator,
     RoleModels,
     failure_status,
-    fit_prompt,
 )
 from aclarai.agents.llm.client import CallCancelled, LLMClient
+from aclarai.agents.llm.fitting import CUT_MARKER, fit_prompt
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput
 from aclarai.parsers import EvaluationError
