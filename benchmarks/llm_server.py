@@ -144,7 +144,7 @@ def serving(
             preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
     try:
-        _wait_ready(f"http://127.0.0.1:{port}/health", server, log)
+        wait_ready(f"http://127.0.0.1:{port}/health", server, log)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         server.terminate()
@@ -188,15 +188,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    # /health answers 503 while the model loads, 200 once it serves.
+def wait_ready(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    """Return once ``url`` answers 2xx (llama.cpp's ``/health`` answers 503 while the model
+    loads); raise if ``server`` exits first or is not ready in :data:`READY_TIMEOUT_S`."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"llama-server exited with {server.returncode} (log: {log})")
+            raise RuntimeError(f"{url}: server exited with {server.returncode} (log: {log})")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
         except OSError:
             time.sleep(0.25)
-    raise RuntimeError(f"llama-server not ready in {READY_TIMEOUT_S:g} s (log: {log})")
+    raise RuntimeError(f"{url} not ready in {READY_TIMEOUT_S:g} s (log: {log})")

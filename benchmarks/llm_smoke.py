@@ -32,13 +32,12 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from llm_server import DEFAULT_CACHE, MODEL_NAME, free_port, install, serving
+from llm_server import DEFAULT_CACHE, MODEL_NAME, free_port, install, serving, wait_ready
 
 from aclarai.agents.pool import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTE = "meetings/2024-06-07 Incident review.md"
-READY_TIMEOUT_S = 120.0
 CAPITAL = {
     "event_id": "evt-001",
     "event_type": "agent_response",
@@ -60,19 +59,6 @@ EARLY_EXIT = {
         "answer": "ok",
     },
 }
-
-
-def wait_for(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"{url} not ready in {READY_TIMEOUT_S:g} s")
 
 
 def post(url: str, body: Mapping[str, object]) -> dict[str, object]:
@@ -138,8 +124,9 @@ def cost_lines(resync: str, claims: list[dict[str, object]], seconds: float) -> 
         return "-" if value is None else f"{int(value):,}"
 
     synced = int(rows.get("dirty blocks", "0"))
-    prompt = int(rows.get("llm prompt_tokens", "0"))
-    per_block = f" ({prompt / synced:,.0f} per block)" if synced else ""
+    # resync's own figure: prompt tokens over the blocks it graded.
+    per_block = rows.get("llm prompt_tokens per block")
+    per_block = f" ({int(per_block):,} per block)" if per_block else ""
     scored = [c for c in claims if c["quality"] is not None]
     return [
         f"calls                {usage('calls')}",
@@ -215,7 +202,7 @@ def run(api_base: str, api_key: str, model: str | None, note: str | None, work: 
         preexec_fn=functools.partial(die_with_parent, os.getpid()),
     )
     try:
-        wait_for(f"http://127.0.0.1:{service_port}/api/v1/health", serve)
+        wait_ready(f"http://127.0.0.1:{service_port}/api/v1/health", serve, work / "serve.log")
         for body in (CAPITAL, EARLY_EXIT):
             started = time.monotonic()
             answer = post(f"http://127.0.0.1:{service_port}/api/v1/evaluate", body)

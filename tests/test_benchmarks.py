@@ -517,6 +517,7 @@ def test_the_smoke_reports_tokens_per_block_and_what_was_scored(
             ("llm prompt_tokens", 4000),
             ("llm cached_tokens", 1200),
             ("llm completion_tokens", 300),
+            ("llm prompt_tokens per block", 500),
         ]
     )
     claims: list[dict[str, object]] = [
