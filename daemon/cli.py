@@ -254,6 +254,14 @@ def cmd_consume(args: argparse.Namespace, config: Config) -> int:
     return EX_UNAVAILABLE if stats.model_outages else 0
 
 
+def cmd_worker(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.service.grading_worker import run_grading_worker
+
+    stats = run_grading_worker(config, config.worker_state_dir(), name=args.name, burst=args.burst)
+    log.info("grading worker stopped: %s", stats)
+    return EX_UNAVAILABLE if stats.model_outages else 0
+
+
 def cmd_import(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.factory import build_transcript_reader
     from aclarai.daemon.intake.importer import (
@@ -348,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reevaluate", action="store_true", help="re-score every claim, bypass cache")
     p.add_argument("--graph", choices=["sqlite", "neo4j"], help="graph backend (graph.backend)")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
     p.add_argument(
         "--wait",
         type=float,
@@ -360,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="run the daemon: watch the vault, score what changes")
     p.add_argument("vault", nargs="?", help="vault folder (default: vault.path)")
     p.add_argument("--polling", action="store_true", help="poll instead of inotify (watch.polling)")
+    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
     p.set_defaults(handler=cmd_watch)
 
     for name, text in (
@@ -481,6 +491,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--burst", action="store_true", help="drain the stream, then exit")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
     p.set_defaults(handler=cmd_consume)
+
+    p = sub.add_parser(
+        "worker",
+        help="grade the vault daemons' work from Redis (workers.*) with this machine's model",
+    )
+    p.add_argument("--redis", metavar="URL", help="the Redis server (workers.redis_url)")
+    p.add_argument("--name", help="worker name in the group (default <host>-<pid>)")
+    p.add_argument("--jobs", type=int, metavar="N", help="jobs at once (workers.jobs)")
+    p.add_argument("--burst", action="store_true", help="grade what is waiting, then exit")
+    p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.set_defaults(handler=cmd_worker)
     return parser
 
 
@@ -492,6 +513,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["model.backend"] = args.backend
     if getattr(args, "polling", False):
         overrides["watch.polling"] = True
+    if getattr(args, "redis", None):
+        overrides["workers.redis_url"] = args.redis
+    if getattr(args, "jobs", None) is not None:
+        overrides["workers.jobs"] = args.jobs
     if args.log_level:
         overrides["logging.level"] = args.log_level
     if args.log_json:

@@ -212,6 +212,30 @@ class RedisSettings(_Section):
     batch: int = Field(16, ge=1)
 
 
+class WorkersSettings(_Section):
+    """Grading workers over Redis Streams (``aclarai worker``, :mod:`aclarai.daemon.workers`)."""
+
+    redis_url: str | None = None
+    """Set: the daemon and ``resync`` hand their grading to workers through this Redis server
+    instead of grading in their own process pool. ``None``: Redis is never imported."""
+    prefix: str = "aclarai:grading"
+    """Start of every key and stream name, so that several setups share one server."""
+    max_deliveries: int = Field(3, ge=1)
+    """Deliveries of one job before it goes to the dead-letter stream with its error."""
+    claim_idle_s: float | None = Field(None, gt=0)
+    """A job pending this long on a worker is taken over by another; ``None``: twice
+    ``model.llm.timeout_s`` with ``model.backend: llm``, two minutes offline."""
+    max_backlog: int = Field(10_000, ge=1)
+    """Jobs waiting or in work at most; publishing waits while the stream holds more."""
+    notes_at_once: int = Field(32, ge=1)
+    """Notes the daemon grades at once while the workers work (each waits on its jobs)."""
+    jobs: int = Field(0, ge=0)
+    """Jobs a worker runs at once; 0: what its model endpoint serves at once (its slots), one
+    offline."""
+    heartbeat_s: float = Field(5.0, gt=0)
+    block_ms: int = Field(1_000, ge=1)
+
+
 class DashboardSettings(_Section):
     path: str | None = "aclarai/Dashboard.md"
     """Vault-relative path of the dashboard note; ``None``: no dashboard."""
@@ -276,6 +300,7 @@ class Config(_Section):
     tools: ToolsSettings = ToolsSettings()
     service: ServiceSettings = ServiceSettings()
     redis: RedisSettings = RedisSettings()
+    workers: WorkersSettings = WorkersSettings()
     # "import" is a Python keyword: the field has another name, the YAML key is "import".
     import_: ImportSettings = Field(ImportSettings(), alias="import")
     adopt: AdoptSettings = AdoptSettings()
@@ -300,6 +325,14 @@ class Config(_Section):
         resolved = os.path.realpath(vault.expanduser())
         key = hashlib.sha256(resolved.encode()).hexdigest()[:12]
         return Path(base) / "aclarai" / f"{Path(resolved).name or 'vault'}-{key}"
+
+    def worker_state_dir(self) -> Path:
+        """Where a grading worker (``aclarai worker``) keeps its model caches: ``state.dir``, or
+        ``worker`` under the XDG state home's ``aclarai``; a worker has no vault."""
+        if self.state.dir:
+            return Path(self.state.dir).expanduser()
+        base = self._env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(base) / "aclarai" / "worker"
 
     def config_home(self) -> Path:
         """``$XDG_CONFIG_HOME`` (default ``~/.config``): user config and systemd user units."""

@@ -6,7 +6,9 @@ Constructors below this module never read configuration: they get plain argument
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +43,7 @@ from aclarai.agents.pool import (
     PooledExtractor,
     WorkerPool,
 )
-from aclarai.daemon.config import Config
+from aclarai.daemon.config import Config, ProcessingSettings
 from aclarai.daemon.vault.notes import Vault
 from aclarai.daemon.vault.notesync import live_blocks
 from aclarai.daemon.vault.queue import Backoff, DurableQueue
@@ -49,6 +51,7 @@ from aclarai.graph import GraphStore
 
 if TYPE_CHECKING:
     from aclarai.daemon.intake.transcripts import LLMTranscriptReader
+    from aclarai.daemon.workers.remote import RemoteGrading
 
 QUEUE_FILE = "queue.sqlite"
 LLM_ENDPOINTS_FILE = "llm-endpoints.json"
@@ -108,6 +111,20 @@ class Agents:
     client: LLMClient | None = None
     prompts: PromptLibrary | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    remote: RemoteGrading | None = None
+    """With ``workers.redis_url``: the link to the grading workers the agents grade through."""
+
+    def settle(self) -> None:
+        """A take is through: results the workers sent for it may be acknowledged."""
+        if self.remote is not None:
+            self.remote.settle()
+
+    def cancel(self) -> None:
+        """Shutting down: model calls in flight, or waits for workers, give up at once."""
+        if self.client is not None:
+            self.client.cancel()
+        if self.remote is not None:
+            self.remote.cancel()
 
     def close(self) -> None:
         for close in reversed(self.closers):
@@ -144,17 +161,90 @@ def eval_workers(config: Config) -> int:
     return config.eval.workers or os.cpu_count() or 1
 
 
+def grader_of(agents: Agents) -> str:
+    """The identity of what grades with these agents: a job asks for it, a worker serves it."""
+    from aclarai.daemon.workers.wire import grader_identity
+
+    extractor = agents.extractor
+    return grader_identity(extractor.name, extractor.version, agents.evaluator.model_id)
+
+
+def consumer_processing(config: Config) -> ProcessingSettings:
+    """The consumer's settings: grading through workers, its threads only wait, so it grades
+    ``workers.notes_at_once`` notes at once to keep every worker busy."""
+    processing = config.processing
+    if config.workers.redis_url is None:
+        return processing
+    workers = max(processing.workers, config.workers.notes_at_once)
+    return processing.model_copy(update={"workers": workers})
+
+
+def claim_idle_s(config: Config) -> float:
+    """How long a job waits on a silent worker before another takes it over."""
+    if config.workers.claim_idle_s is not None:
+        return config.workers.claim_idle_s
+    return 2 * config.model.llm.timeout_s if config.model.backend == "llm" else 120.0
+
+
+def vault_id(state_dir: Path) -> str:
+    """Names the vault's results stream: one per state folder on one host."""
+    where = f"{socket.gethostname()}:{os.path.realpath(state_dir)}"
+    return hashlib.sha256(where.encode()).hexdigest()[:16]
+
+
 def build_agents(
     config: Config,
     state_dir: Path,
     store: GraphStore | None = None,
     *,
     reevaluate: bool = False,
+    remote: RemoteGrading | None = None,
 ) -> Agents:
     """Extractor and evaluator for ``model.backend``; the LLM ones share one client and cache.
 
     ``reevaluate`` bypasses the evaluation cache only: extraction of unchanged text stays free.
+    With ``workers.redis_url`` they grade through the workers (sharing ``remote`` when given).
     """
+    if config.workers.redis_url is not None:
+        return _remote_agents(config, state_dir, reevaluate=reevaluate, remote=remote)
+    return build_local_agents(config, state_dir, store, reevaluate=reevaluate)
+
+
+def _remote_agents(
+    config: Config, state_dir: Path, *, reevaluate: bool, remote: RemoteGrading | None
+) -> Agents:
+    from aclarai.daemon.redis_link import connect
+    from aclarai.daemon.workers.remote import RemoteEvaluator, RemoteExtractor, RemoteGrading
+
+    settings = config.workers
+    assert settings.redis_url is not None
+    # Built only for their identity: nothing here calls a model.
+    local = build_local_agents(config, state_dir, None, reevaluate=False)
+    try:
+        grader, extractor, model_id = grader_of(local), local.extractor, local.evaluator.model_id
+    finally:
+        local.close()
+    closers: list[Callable[[], None]] = []
+    if remote is None:
+        client = connect(settings.redis_url, block_ms=settings.block_ms)
+        remote = RemoteGrading(client, settings, grader=grader, vault_id=vault_id(state_dir))
+        closers = [client.close, remote.close]
+    return Agents(
+        RemoteExtractor(remote, name=extractor.name, version=extractor.version, fresh=reevaluate),
+        RemoteEvaluator(remote, model_id=model_id, fresh=reevaluate),
+        closers=closers,
+        remote=remote,
+    )
+
+
+def build_local_agents(
+    config: Config,
+    state_dir: Path,
+    store: GraphStore | None,
+    *,
+    reevaluate: bool,
+) -> Agents:
+    """The agents that grade in this process, ``workers.redis_url`` or not (a worker's)."""
     if config.model.backend == "offline":
         # One set of worker processes extracts and scores: both are pure Python.
         pool = WorkerPool(

@@ -30,9 +30,10 @@ DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     ("reports",),
     ("factory",),
+    ("workers",),
     ("intake",),
     ("vault",),
-    ("config", "logs", "progress"),
+    ("config", "logs", "progress", "redis_link"),
 )
 """daemon/'s sub-rooms and top-level modules, top first: each imports only what lies below it,
 so what two of them need lives below both."""

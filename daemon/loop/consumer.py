@@ -119,6 +119,7 @@ class DirtyBlockConsumer:
         paused: Callable[[], bool] | None = None,
         index: VectorIndex | None = None,
         progress: Progress | None = None,
+        settled: Callable[[], None] | None = None,
     ) -> None:
         self.notes = notes
         self.store: GraphStore = notes.store
@@ -139,6 +140,8 @@ class DirtyBlockConsumer:
         self.paused = paused or (lambda: False)
         self.progress = progress or Progress()
         """Beaten on each note's stage, so a watchdog can tell a hung drain from a long one."""
+        self.settled = settled or (lambda: None)
+        """Called once a take is through (grading workers' results may be acknowledged)."""
         self._draining = threading.Lock()
         """Held by a drain: takes are processed in stages across notes, one drain at a time."""
         self._model_outages = 0
@@ -210,6 +213,7 @@ class DirtyBlockConsumer:
         )
         self._record_writes([note for note in ready if note.graded is not None], outage)
         self.queue.complete(entry for note in notes for entry in note.done)
+        self.settled()
 
     def _step(
         self,

@@ -27,6 +27,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -41,6 +42,7 @@ from aclarai.daemon.factory import (
     build_queue,
     build_store,
     build_vault,
+    consumer_processing,
 )
 from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
 from aclarai.daemon.intake.importer import ImportReport
@@ -169,10 +171,11 @@ class _Daemon:
             self.queue,
             self.agents.extractor,
             evaluator,
-            self.config.processing,
+            consumer_processing(self.config),
             self.config.window.claimify,
             reevaluate=reevaluate,
             index=self.agents.index,
+            settled=self.agents.settle,
             on_write=self.own_writes.remember,
             # Stopping counts as paused so a reconcile's drain also ends after its batch.
             paused=lambda: self.stop.is_set() or self.pause.is_paused(),
@@ -185,7 +188,7 @@ class _Daemon:
             log.info("%d queue entries a crash left in flight are pending again", recovered)
         remove_stale_temp_files(self.vault.root)
         self.liveness.stamp("starting")
-        previous = self._install_signal_handlers()
+        previous = _install_signal_handlers(self._on_signal)
         scheduler = BackgroundScheduler(
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
         )
@@ -458,7 +461,9 @@ class _Daemon:
             )
         if not request.reevaluate:
             return self._reconcile("resync request")
-        fresh = build_agents(self.config, self.state_dir, reevaluate=True)
+        fresh = build_agents(
+            self.config, self.state_dir, reevaluate=True, remote=self.agents.remote
+        )
         try:
             consumer = self._consumer(fresh.evaluator, reevaluate=True)
             return self._reconcile(
@@ -467,11 +472,6 @@ class _Daemon:
         finally:
             UsageRecorder(self.queue, fresh.usage).flush()
             fresh.close()
-
-    def _install_signal_handlers(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        return {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -496,9 +496,8 @@ class _Daemon:
             self.inbox_watcher.stop()
         if scheduler.running:
             scheduler.shutdown(wait=False)
-        if self.agents.client is not None:
-            # A model call can take a minute; its block goes back to the queue instead.
-            self.agents.client.cancel()
+        # A model call can take a minute; its block goes back to the queue instead.
+        self.agents.cancel()
         consumer.join(timeout=SHUTDOWN_DEADLINE_S - 1.0)
         self.busy = consumer.is_alive() or self.reconcile_lock.locked()
         self.usage.flush()
@@ -524,6 +523,13 @@ def _grown(before: list[dict[str, int]], counters: list[UsageCounters]) -> dict[
         for name, value in current.snapshot().items():
             grown[name] = grown.get(name, 0) + value - old.get(name, 0)
     return grown
+
+
+def _install_signal_handlers(handler: Callable[[int, FrameType | None], None]) -> dict[int, Any]:
+    """``handler`` for SIGTERM and SIGINT (in the main thread only); the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 
 def _force_exit() -> None:

@@ -21,6 +21,7 @@ from aclarai.daemon.factory import (
     build_queue,
     build_store,
     build_vault,
+    consumer_processing,
 )
 from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
 from aclarai.daemon.intake.importer import ImportReport, import_rows
@@ -204,11 +205,12 @@ def resync(
                         queue,
                         agents.extractor,
                         agents.evaluator,
-                        config.processing,
+                        consumer_processing(config),
                         config.window.claimify,
                         reevaluate=reevaluate,
                         index=agents.index,
                         progress=record.grading,
+                        settled=agents.settle,
                     )
                     report, stats = reconcile(
                         notes, consumer, queue, reevaluate=reevaluate, progress=progress

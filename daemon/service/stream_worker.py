@@ -26,19 +26,25 @@ from __future__ import annotations
 import logging
 import os
 import random
-import signal
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
-from typing import Any, Protocol, cast
+from typing import cast
 
 import redis
 
 from aclarai.daemon.config import Config, RedisSettings
+from aclarai.daemon.redis_link import (
+    Entry,
+    StopEvent,
+    broker,
+    connect,
+    entries_of,
+    redact,
+    sleep,
+    stop_signals,
+)
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     ServiceCore,
@@ -52,14 +58,6 @@ logger = logging.getLogger(__name__)
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
 PAYLOAD_FIELD = b"payload"
-
-Entry = tuple[bytes, dict[bytes, bytes] | None]
-
-
-class StopEvent(Protocol):
-    """What the consumer needs of a stop signal."""
-
-    def is_set(self) -> bool: ...
 
 
 @dataclass
@@ -104,15 +102,10 @@ def run_worker(
     own = core is None
     core = core or build_service_core(config)
     settings = config.redis
-    client = redis.Redis.from_url(
-        settings.url,
-        socket_timeout=settings.block_ms / 1000 + 10,
-        socket_connect_timeout=5,
-        health_check_interval=30,
-    )
+    client = connect(settings.url, block_ms=settings.block_ms)
     name = consumer or f"{socket.gethostname()}-{os.getpid()}"
     try:
-        with _stop_signals(stop_event) as stop:
+        with stop_signals(stop_event) as stop:
             return StreamWorker(client, settings, core, name=name).run(stop, burst=burst)
     finally:
         client.close()
@@ -158,7 +151,7 @@ class StreamWorker:
                     self._ensure_group()
                     self._drain_own_pending(stop)
                     if down:
-                        logger.info("Redis at %s is reachable again", _redact(self._s.url))
+                        logger.info("Redis at %s is reachable again", redact(self._s.url))
                     if model_down:
                         logger.info("the model answers again; pending events evaluated")
                     ready, down, model_down, delay = True, False, False, BACKOFF_INITIAL_S
@@ -171,13 +164,13 @@ class StreamWorker:
                     if not self._pending_count():
                         break
                     # Entries of other consumers are not idle long enough to reclaim yet.
-                    _sleep(stop, min(claim_every_s, 0.2))
+                    sleep(stop, min(claim_every_s, 0.2))
             except BrokerUnavailable as exc:
                 if not down:
                     logger.warning("Redis unavailable (%s); retrying with backoff", exc)
                     self.stats.broker_outages += 1
                 ready, down = False, True
-                _sleep(stop, delay * (0.5 + random.random() / 2))
+                sleep(stop, delay * (0.5 + random.random() / 2))
                 delay = min(delay * 2, BACKOFF_MAX_S)
             except TransientError as exc:
                 # The model endpoint (Redis is BrokerUnavailable, above): events stay pending.
@@ -187,7 +180,7 @@ class StreamWorker:
                 if burst:
                     return self.stats  # a drain-and-exit run does not wait for the model
                 ready, model_down = False, True
-                _sleep(stop, delay * (0.5 + random.random() / 2))
+                sleep(stop, delay * (0.5 + random.random() / 2))
                 delay = min(delay * 2, BACKOFF_MAX_S)
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
@@ -199,7 +192,7 @@ class StreamWorker:
 
     def _ensure_group(self) -> None:
         try:
-            with _broker(self._s.url):
+            with broker(self._s.url):
                 self._redis.xgroup_create(self._s.stream, self._s.group, id="0", mkstream=True)
             logger.info("created consumer group %s on %s", self._s.group, self._s.stream)
         except redis.ResponseError as exc:
@@ -210,11 +203,11 @@ class StreamWorker:
         """Entries this consumer name read before a restart or an outage, handled first."""
         cursor: bytes | str = "0"
         while not stop.is_set():
-            with _broker(self._s.url):
+            with broker(self._s.url):
                 reply = self._redis.xreadgroup(
                     self._s.group, self.name, {self._s.stream: cursor}, count=self._s.batch
                 )
-            entries = _read_entries(reply)
+            entries = entries_of(reply)
             if not entries:
                 return
             self._handle_all(entries, stop, reclaimed=False, counted=True)
@@ -224,7 +217,7 @@ class StreamWorker:
         start = "0-0"
         handled = 0
         while not stop.is_set():
-            with _broker(self._s.url):
+            with broker(self._s.url):
                 reply = self._redis.xautoclaim(
                     self._s.stream,
                     self._s.group,
@@ -242,7 +235,7 @@ class StreamWorker:
         return handled
 
     def _read_new(self, stop: StopEvent, block_ms: int | None) -> int:
-        with _broker(self._s.url):
+        with broker(self._s.url):
             reply = self._redis.xreadgroup(
                 self._s.group,
                 self.name,
@@ -250,11 +243,11 @@ class StreamWorker:
                 count=self._s.batch,
                 block=block_ms,
             )
-        entries = _read_entries(reply)
+        entries = entries_of(reply)
         return self._handle_all(entries, stop, reclaimed=False, counted=False)
 
     def _pending_count(self) -> int:
-        with _broker(self._s.url):
+        with broker(self._s.url):
             summary = self._redis.xpending(self._s.stream, self._s.group)
         return int(summary["pending"])
 
@@ -272,7 +265,7 @@ class StreamWorker:
         return handled
 
     def _deliveries(self, entry_id: bytes) -> int:
-        with _broker(self._s.url):
+        with broker(self._s.url):
             rows = self._redis.xpending_range(
                 self._s.stream, self._s.group, min=entry_id, max=entry_id, count=1
             )
@@ -301,7 +294,7 @@ class StreamWorker:
         except TransientError:
             # The model endpoint is away, which is not this entry's fault: it stays pending
             # with its delivery count put back, and the worker backs off (see run).
-            with _broker(self._s.url):
+            with broker(self._s.url):
                 self._redis.xclaim(
                     self._s.stream,
                     self._s.group,
@@ -329,7 +322,7 @@ class StreamWorker:
         self._write_result(entry_id, request, response.model_dump_json())
 
     def _write_result(self, entry_id: bytes, request: EvaluateRequest, payload: str) -> None:
-        with _broker(self._s.url):
+        with broker(self._s.url):
             pipe = self._redis.pipeline(transaction=True)
             pipe.xadd(
                 self._s.results_stream,
@@ -341,7 +334,7 @@ class StreamWorker:
 
     def _dead_letter(self, entry_id: bytes, raw: bytes | None, error: str, deliveries: int) -> None:
         logger.warning("entry %s dead-lettered: %s", entry_id.decode(), error)
-        with _broker(self._s.url):
+        with broker(self._s.url):
             pipe = self._redis.pipeline(transaction=True)
             pipe.xadd(
                 self._s.dead_letter_stream,
@@ -358,55 +351,5 @@ class StreamWorker:
         self.stats.dead_lettered += 1
 
     def _ack(self, entry_id: bytes) -> None:
-        with _broker(self._s.url):
+        with broker(self._s.url):
             self._redis.xack(self._s.stream, self._s.group, entry_id)
-
-
-def _read_entries(reply: Any) -> list[Entry]:
-    """The entries of an XREADGROUP reply on one stream (``[[stream, entries]]``)."""
-    return cast(list[Entry], reply[0][1]) if reply else []
-
-
-@contextmanager
-def _broker(url: str) -> Iterator[None]:
-    """Translate the client's connection failures into :class:`BrokerUnavailable`."""
-    try:
-        yield
-    except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as exc:
-        raise BrokerUnavailable(f"cannot reach Redis at {_redact(url)}: {exc}") from exc
-
-
-def _redact(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}"
-
-
-def _sleep(stop: StopEvent, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-        time.sleep(min(0.1, left))
-
-
-@contextmanager
-def _stop_signals(stop_event: StopEvent | None) -> Iterator[StopEvent]:
-    """The caller's stop event, or one set by SIGTERM/SIGINT while the block runs."""
-    if stop_event is not None:
-        yield stop_event
-        return
-    event = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield event
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        logger.info("%s received: finishing the entry in hand", signal.Signals(signum).name)
-        event.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield event
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

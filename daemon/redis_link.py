@@ -1,0 +1,92 @@
+"""What every Redis user of the daemon shares: one client recipe, connection failures as
+:class:`~aclarai.parsers.BrokerUnavailable`, and URLs fit to log. Imported only where a
+``redis`` or ``workers`` setting asks for Redis."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, Protocol, cast
+
+import redis
+
+from aclarai.parsers import BrokerUnavailable
+
+log = logging.getLogger(__name__)
+
+
+Entry = tuple[bytes, dict[bytes, bytes] | None]
+"""A stream entry as read: its id and fields (``None`` once trimmed from the stream)."""
+
+
+def entries_of(reply: Any) -> list[Entry]:
+    """The entries of an XREADGROUP reply on one stream (``[[stream, entries]]``)."""
+    return cast(list[Entry], reply[0][1]) if reply else []
+
+
+class StopEvent(Protocol):
+    """What a Redis loop needs of a stop signal."""
+
+    def is_set(self) -> bool: ...
+
+
+def connect(url: str, *, block_ms: int) -> redis.Redis:
+    """A client (bytes in, bytes out) whose reads outlast a blocking read of ``block_ms``."""
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=block_ms / 1000 + 10,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+    )
+
+
+@contextmanager
+def broker(url: str) -> Iterator[None]:
+    """Translate the client's connection failures into :class:`BrokerUnavailable`."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as exc:
+        raise BrokerUnavailable(f"cannot reach Redis at {redact(url)}: {exc}") from exc
+
+
+def redact(url: str) -> str:
+    """``url`` without its password."""
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}"
+
+
+def sleep(stop: StopEvent, seconds: float) -> None:
+    """Sleep up to ``seconds``, returning early once ``stop`` is set."""
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(0.1, left))
+
+
+@contextmanager
+def stop_signals(stop_event: StopEvent | None) -> Iterator[StopEvent]:
+    """The caller's stop event, or one set by SIGTERM/SIGINT while the block runs."""
+    if stop_event is not None:
+        yield stop_event
+        return
+    event = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        log.info("%s received: finishing the work in hand", signal.Signals(signum).name)
+        event.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield event
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
