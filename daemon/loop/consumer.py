@@ -120,6 +120,7 @@ class DirtyBlockConsumer:
         index: VectorIndex | None = None,
         progress: Progress | None = None,
         settled: Callable[[], None] | None = None,
+        cancel: Callable[[], None] | None = None,
     ) -> None:
         self.notes = notes
         self.store: GraphStore = notes.store
@@ -142,6 +143,9 @@ class DirtyBlockConsumer:
         """Beaten on each note's stage, so a watchdog can tell a hung drain from a long one."""
         self.settled = settled or (lambda: None)
         """Called once a take is through (grading workers' results may be acknowledged)."""
+        self.cancel = cancel or (lambda: None)
+        """Frees the pool's threads from model calls or waits for workers when the drain is
+        interrupted (Ctrl-C), so that the pool can shut down."""
         self._draining = threading.Lock()
         """Held by a drain: takes are processed in stages across notes, one drain at a time."""
         self._model_outages = 0
@@ -176,6 +180,9 @@ class DirtyBlockConsumer:
                 self.progress.begin(len(notes))
                 try:
                     self._drain_take(pool, notes, stop, outage)
+                except BaseException:
+                    self.cancel()
+                    raise
                 finally:
                     self.progress.end()
                 for note in notes:

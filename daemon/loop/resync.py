@@ -211,6 +211,7 @@ def resync(
                         index=agents.index,
                         progress=record.grading,
                         settled=agents.settle,
+                        cancel=agents.cancel,
                     )
                     report, stats = reconcile(
                         notes, consumer, queue, reevaluate=reevaluate, progress=progress

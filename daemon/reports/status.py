@@ -6,15 +6,19 @@ shown as current only while the process that wrote it holds the vault lock and s
 killed daemon's last "grading 3 notes" is shown as what it was doing when it was last seen.
 :func:`status_json` gives the same as one JSON object whose keys are listed in
 :data:`JSON_KEYS`.
+
+With ``workers.redis_url`` it also shows the grading workers (:class:`WorkersStatus`), read from
+Redis; without it Redis is never imported.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
@@ -31,11 +35,36 @@ from aclarai.daemon.vault.lock import live_holder
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.queue import QueueEntry
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim, key_block_id
-from aclarai.parsers import format_utc
+from aclarai.parsers import BrokerUnavailable, format_utc
+
+if TYPE_CHECKING:
+    from aclarai.daemon.workers import WorkerSeen
 
 STALE_HEARTBEAT_S = 30.0
 LOW_QUALITY_SHOWN = 10
 CLAIM_TEXT_SHOWN = 80
+
+
+@dataclass
+class WorkersStatus:
+    """The grading workers' side of the vault (``workers.redis_url``), as Redis holds it."""
+
+    redis: str
+    """The server, its password left out."""
+    work_stream: str
+    """The stream this vault's daemon publishes to: the one of its grader identity."""
+    backlog: int | None = None
+    """Jobs of that stream not graded yet (waiting, or read and not acknowledged)."""
+    results_waiting: int | None = None
+    """Results for this vault that its daemon or resync has not applied yet."""
+    dead_stream: str = ""
+    """Where the workers put the jobs they give up on, every vault's (``<prefix>:dead``)."""
+    dead_letters: int | None = None
+    """Jobs in ``dead_stream``."""
+    seen: list[WorkerSeen] = field(default_factory=list)
+    """Every worker heard from in the last day, this grader's or not."""
+    error: str | None = None
+    """Why Redis could not be read (the figures above are then ``None``)."""
 
 
 @dataclass
@@ -65,6 +94,8 @@ class Status:
     """The pid of the live process holding the vault (``None`` when none does)."""
     oldest_waiting: tuple[str, float] | None = None
     """The note and Unix time of the oldest change not yet graded (dead letters aside)."""
+    workers: WorkersStatus | None = None
+    """With ``workers.redis_url``: the grading workers and their backlog."""
 
     @property
     def record_current(self) -> bool:
@@ -89,10 +120,11 @@ class Status:
 def collect_status(
     config: Config, vault_root: Path, *, verify: bool = False, graph: bool = True
 ) -> Status:
-    """What ``aclarai status`` shows; ``graph=False`` leaves the graph store alone (its counts
-    stay ``None``), for callers that poll."""
+    """What ``aclarai status`` shows; ``graph=False`` leaves the graph store and Redis alone
+    (the counts and ``workers`` stay ``None``), for callers that poll."""
     state_dir = config.state_dir_for(vault_root)
     threshold = config.threshold.claim_quality
+    workers = read_workers(config, state_dir) if graph else None
     if not (state_dir / QUEUE_FILE).exists():
         # Never synced: say so without creating a state folder as a side effect.
         return Status(
@@ -107,6 +139,7 @@ def collect_status(
             counts=None,
             counts_error="no state yet: run `aclarai resync` first",
             quality_threshold=threshold,
+            workers=workers,
         )
     queue = build_queue(config, state_dir)
     try:
@@ -143,7 +176,59 @@ def collect_status(
         model_down_since=model_down,
         holder_pid=None if holder is None else holder.pid,
         oldest_waiting=oldest,
+        workers=workers,
     )
+
+
+def read_workers(config: Config, state_dir: Path) -> WorkersStatus | None:
+    """The grading workers seen and the work waiting for them; ``None`` without
+    ``workers.redis_url``. Redis unreachable is said in ``error``, never raised."""
+    settings = config.workers
+    if settings.redis_url is None:
+        return None
+    # Imported here: without workers.redis_url, status never imports redis.
+    import redis
+
+    from aclarai.daemon.factory import vault_id
+    from aclarai.daemon.redis_link import broker, connect, redact
+    from aclarai.daemon.workers import backlog, work_stream, workers_seen
+    from aclarai.daemon.workers.remote import GROUP
+    from aclarai.daemon.workers.wire import dead_letter_stream, results_stream
+
+    url, prefix = settings.redis_url, settings.prefix
+    shown = WorkersStatus(
+        redact(url), work_stream(prefix, _grader(config)), dead_stream=dead_letter_stream(prefix)
+    )
+    results = results_stream(prefix, vault_id(state_dir))
+    client = connect(url, block_ms=settings.block_ms)
+    try:
+        with broker(url):
+            return replace(
+                shown,
+                seen=workers_seen(client, prefix),
+                backlog=backlog(client, shown.work_stream),
+                results_waiting=backlog(client, results, GROUP),
+                dead_letters=int(client.xlen(shown.dead_stream)),
+            )
+    except (BrokerUnavailable, redis.RedisError) as exc:
+        # One line in the listing: a connection error's text may span several.
+        return replace(shown, error=" ".join(str(exc).split()) or type(exc).__name__)
+    finally:
+        client.close()
+
+
+def _grader(config: Config) -> str:
+    """The grader identity the daemon publishes its jobs for, as the daemon computes it."""
+    from aclarai.daemon.factory import build_local_agents, grader_of
+
+    # A scratch state folder: the LLM agents open their caches in it, and status must neither
+    # create the vault's state folder nor touch the caches of a daemon running on it.
+    with tempfile.TemporaryDirectory(prefix="aclarai-status-") as scratch:
+        agents = build_local_agents(config, Path(scratch), None, reevaluate=False)
+        try:
+            return grader_of(agents)
+        finally:
+            agents.close()
 
 
 JSON_KEYS: dict[str, str] = {
@@ -172,6 +257,8 @@ JSON_KEYS: dict[str, str] = {
     "model_down_since": "since when the model endpoint has not answered, else null",
     "last_resync": "when the last full pass ended, else null",
     "counts": "files, blocks, claims … in the graph, else null",
+    "workers": "with workers.redis_url: the grading workers seen, the backlog, the results "
+    "waiting and the dead letters (see the README), else null",
 }
 """The keys of :func:`status_json`, each with what it holds (times are UTC stamps)."""
 
@@ -207,8 +294,40 @@ def status_json(status: Status) -> dict[str, Any]:
         "model_down_since": status.model_down_since,
         "last_resync": status.last_resync,
         "counts": asdict(status.counts) if status.counts is not None else None,
+        "workers": _workers_json(status.workers),
     }
     return data
+
+
+def _workers_json(workers: WorkersStatus | None) -> dict[str, Any] | None:
+    if workers is None:
+        return None
+    return {
+        "redis": workers.redis,
+        "error": workers.error,
+        "work_stream": workers.work_stream,
+        "backlog": workers.backlog,
+        "results_waiting": workers.results_waiting,
+        "dead_stream": workers.dead_stream,
+        "dead_letters": workers.dead_letters,
+        "seen": [
+            {
+                "name": w.name,
+                "host": w.host,
+                "pid": w.pid,
+                "state": w.state,
+                "live": w.live,
+                "this_grader": w.stream == workers.work_stream,
+                "heartbeat_at": format_utc(w.beat_at),
+                "heartbeat_age_s": round(w.age_s, 1),
+                "started_at": format_utc(w.started_at),
+                "done": w.done,
+                "failures": w.failures,
+                "dead_letters": w.dead_letters,
+            }
+            for w in workers.seen
+        ],
+    }
 
 
 def _stamp(unix_s: float | None) -> str | None:
@@ -282,10 +401,36 @@ def format_status(status: Status) -> str:
     lines.append(f"llm usage    {usage}")
     if status.model_down_since is not None:
         lines.append(f"model        unreachable since {status.model_down_since}, work queued")
+    if status.workers is not None:
+        lines += _workers_lines(status.workers)
     if status.drift is not None:
         drift = "in step" if status.drift == 0 else f"{status.drift} block(s) differ from the vault"
         lines.append(f"verify       {drift}")
     return "\n".join(lines)
+
+
+def _workers_lines(workers: WorkersStatus) -> list[str]:
+    """The grading workers' part: who grades, then what waits for them and for the vault."""
+    if workers.error is not None:
+        return [f"workers      unavailable: {workers.error}"]
+    live = sum(w.live for w in workers.seen)
+    lines = [f"workers      {live} live, {len(workers.seen) - live} gone, at {workers.redis}"]
+    lines += [_worker_line(w, workers.work_stream) for w in workers.seen]
+    lines += [
+        f"backlog      {workers.backlog} job(s) not graded yet in {workers.work_stream}",
+        f"results      {workers.results_waiting} waiting to be applied to this vault",
+        f"dead jobs    {workers.dead_letters} in {workers.dead_stream}",
+    ]
+    return lines
+
+
+def _worker_line(worker: WorkerSeen, work_stream: str) -> str:
+    other = "" if worker.stream == work_stream else " (another grader: not this vault's work)"
+    return (
+        f"  {worker.name} on {worker.host}: {'live' if worker.live else 'gone'}, {worker.state}, "
+        f"heartbeat {_ago(worker.beat_at)}; done {worker.done}, failures {worker.failures}, "
+        f"dead letters {worker.dead_letters}{other}"
+    )
 
 
 def _heartbeat_line(status: Status) -> str:

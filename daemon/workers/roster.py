@@ -75,21 +75,22 @@ def workers_seen(client: redis.Redis, prefix: str, now: float | None = None) -> 
     return seen
 
 
-def backlog(client: redis.Redis, stream: str) -> int:
-    """Jobs of ``stream`` not yet graded: not yet read by a worker, or read and not yet
-    acknowledged."""
+def backlog(client: redis.Redis, stream: str, group: str = WORKERS_GROUP) -> int:
+    """Entries of ``stream`` that ``group`` has not acknowledged: not yet read, or read and not
+    yet acknowledged (all of them while the group does not exist); 0 without the stream. For a
+    work stream and the workers' group: the jobs not yet graded."""
     try:
         groups = client.xinfo_groups(stream)
     except redis.ResponseError:
         return 0  # no such stream yet
-    for group in groups:
-        if group["name"] in (WORKERS_GROUP, WORKERS_GROUP.encode()):
-            lag = group.get("lag")
+    for info in groups:
+        if info["name"] in (group, group.encode()):
+            lag = info.get("lag")
             if lag is None:
                 # Redis cannot tell after some trims: count what the group has not read.
-                unread = client.xrange(stream, _after(group["last-delivered-id"]), "+")
+                unread = client.xrange(stream, _after(info["last-delivered-id"]), "+")
                 lag = len(unread or [])
-            return int(lag) + int(group["pending"])
+            return int(lag) + int(info["pending"])
     return int(client.xlen(stream))
 
 

@@ -76,6 +76,7 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
     "model_down_since": (str, type(None)),
     "last_resync": (str, type(None)),
     "counts": (dict, type(None)),
+    "workers": (dict, type(None)),
 }
 
 
