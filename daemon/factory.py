@@ -206,32 +206,43 @@ def build_agents(
     With ``workers.redis_url`` they grade through the workers (sharing ``remote`` when given).
     """
     if config.workers.redis_url is not None:
-        return _remote_agents(config, state_dir, reevaluate=reevaluate, remote=remote)
+        return _remote_agents(config, state_dir, store, reevaluate=reevaluate, remote=remote)
     return build_local_agents(config, state_dir, store, reevaluate=reevaluate)
 
 
 def _remote_agents(
-    config: Config, state_dir: Path, *, reevaluate: bool, remote: RemoteGrading | None
+    config: Config,
+    state_dir: Path,
+    store: GraphStore | None,
+    *,
+    reevaluate: bool,
+    remote: RemoteGrading | None,
 ) -> Agents:
+    from aclarai.agents.llm.agents import DECONTEXTUALIZATION_ROLE
+    from aclarai.agents.tools import VECTOR_SEARCH
     from aclarai.daemon.redis_link import connect
     from aclarai.daemon.workers.remote import RemoteEvaluator, RemoteExtractor, RemoteGrading
 
     settings = config.workers
     assert settings.redis_url is not None
-    # Built only for their identity: nothing here calls a model.
-    local = build_local_agents(config, state_dir, None, reevaluate=False)
-    try:
-        grader, extractor, model_id = grader_of(local), local.extractor, local.evaluator.model_id
-    finally:
-        local.close()
-    closers: list[Callable[[], None]] = []
+    # Built for their identity and, in per-agent mode, the index of utterances whose nearest
+    # the jobs carry: nothing here calls a model.
+    local = build_local_agents(config, state_dir, store, reevaluate=False)
+    grader, extractor, model_id = grader_of(local), local.extractor, local.evaluator.model_id
+    search = None
+    closers: list[Callable[[], None]] = [local.close]
+    if local.index is not None:
+        tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=local.index)
+        search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH)
     if remote is None:
         client = connect(settings.redis_url, block_ms=settings.block_ms)
         remote = RemoteGrading(client, settings, grader=grader, vault_id=vault_id(state_dir))
-        closers = [client.close, remote.close]
+        closers += [client.close, remote.close]
+    evaluator = RemoteEvaluator(remote, model_id=model_id, fresh=reevaluate, search=search)
     return Agents(
         RemoteExtractor(remote, name=extractor.name, version=extractor.version, fresh=reevaluate),
-        RemoteEvaluator(remote, model_id=model_id, fresh=reevaluate),
+        evaluator,
+        local.index,
         closers=closers,
         remote=remote,
     )

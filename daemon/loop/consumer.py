@@ -48,6 +48,7 @@ from aclarai.graph import GraphStore, StoredClaim, block_key
 from aclarai.parsers import (
     SCORE_NAMES,
     AclaraiError,
+    BrokerUnavailable,
     EvaluationError,
     StoreUnavailable,
     TransientError,
@@ -296,9 +297,14 @@ class DirtyBlockConsumer:
         else:
             stats.errors.append(f"{rel}: {exc}")
             stats.model_outages += 1
+            # Grading through workers, their Redis server is this pass's model endpoint.
+            stats.broker_outages += isinstance(exc, BrokerUnavailable)
+            what = (
+                "grading workers' Redis" if isinstance(exc, BrokerUnavailable) else "model endpoint"
+            )
             delay = max(self._model_down(exc), exc.retry_after or 0.0)
             self.queue.release(entries, delay_s=delay)
-            log.info("model endpoint unavailable; %s stays queued for %.0f s", rel, delay)
+            log.info("%s unavailable; %s stays queued for %.0f s", what, rel, delay)
 
     def _model_down(self, exc: BaseException) -> float:
         """Note an outage; return how long to wait: doubling from STORE_RETRY_S to the cap."""

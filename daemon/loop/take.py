@@ -27,6 +27,8 @@ class DrainStats:
     dead_letters: int = 0
     model_outages: int = 0
     """Files put back because the model endpoint could not be reached."""
+    broker_outages: int = 0
+    """Of those, files put back because the grading workers' Redis could not be reached."""
     blocks_extracted: int = 0
     extraction_failures: int = 0
     """Blocks whose extraction failed (each charged an attempt)."""
@@ -37,6 +39,11 @@ class DrainStats:
     def model_failure(self) -> str | None:
         """Why the model did nothing useful in this drain, if so: it could not be reached, or
         every extraction or every evaluation it was asked for failed."""
+        if self.broker_outages:
+            return (
+                "the grading workers' Redis could not be reached "
+                f"({self.model_outages} note(s) wait)"
+            )
         if self.model_outages:
             return f"the model endpoint could not be reached ({self.model_outages} note(s) wait)"
         if self.extraction_failures and not self.blocks_extracted:

@@ -169,6 +169,9 @@ class GradingWorker:
         self._stats_lock = threading.Lock()
         self._state = "working"
         self._started = time.time()
+        self._index_lock = threading.Lock()
+        self._indexed: dict[int, list[str]] = {}
+        """The block ids each index (by ``id``) holds from the last job that shipped some."""
 
     def run(self, stop: StopEvent, *, burst: bool = False) -> GradingWorkerStats:
         log.info(
@@ -377,7 +380,17 @@ class GradingWorker:
                     raise result
                 claims.append(str(result) if isinstance(result, Exception) else tuple(result))
             return Outcome(job.key, self.name, claims=tuple(claims), model=model)
-        scores = agents.evaluator.evaluate_batch(job.items)
+        if job.nearby and agents.index is not None:
+            with self._index_lock:
+                # The index holds this job's utterances alone, so the agent's search finds
+                # what the daemon's index found.
+                index = agents.index
+                index.remove(self._indexed.get(id(index), ()))
+                index.upsert(job.nearby)
+                self._indexed[id(index)] = [u.block_id for u in job.nearby]
+                scores = agents.evaluator.evaluate_batch(job.items)
+        else:
+            scores = agents.evaluator.evaluate_batch(job.items)
         if scores and all(s.unavailable for s in scores):
             raise EvaluatorUnavailable(scores[0].status)
         return Outcome(job.key, self.name, scores=tuple(scores), model=model)

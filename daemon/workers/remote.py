@@ -31,7 +31,17 @@ from dataclasses import dataclass, field
 
 import redis
 
-from aclarai.agents import Claim, ClaimExtractor, EvalItem, Evaluator, ExtractionInput, Score
+from aclarai.agents import (
+    Claim,
+    ClaimExtractor,
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    Score,
+    Tool,
+    Utterance,
+    as_read,
+)
 from aclarai.daemon.config import WorkersSettings
 from aclarai.daemon.redis_link import broker, entries_of, redact
 from aclarai.daemon.workers.roster import backlog, workers_seen
@@ -131,6 +141,9 @@ class RemoteGrading:
         self._next_notice = 0.0
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
+        self._primed = threading.Event()
+        """Set once the reader has read what waited in the results stream when it started: a
+        result left there for this same work is then found instead of publishing it again."""
 
     # The caller's side.
 
@@ -142,10 +155,9 @@ class RemoteGrading:
             GradingStopped: :meth:`cancel` was called while waiting.
         """
         self._start()
-        if self._cancelled.is_set():
-            raise GradingStopped("stopping: grading jobs left to the workers")
-        if self._broker_error is not None:
-            raise self._broker_error
+        while not self._primed.wait(0.1):
+            self._raise_if_stopped()
+        self._raise_if_stopped()
         waiters: list[_Waiter] = []
         fresh: list[_Waiter] = []
         with self._lock:
@@ -246,11 +258,14 @@ class RemoteGrading:
 
     def _wait(self, waiter: _Waiter) -> None:
         while not waiter.done.wait(0.2):
-            if self._cancelled.is_set():
-                raise GradingStopped("stopping: grading jobs left to the workers")
-            error = self._broker_error
-            if error is not None:
-                raise error
+            self._raise_if_stopped()
+
+    def _raise_if_stopped(self) -> None:
+        if self._cancelled.is_set():
+            raise GradingStopped("stopping: grading jobs left to the workers")
+        error = self._broker_error
+        if error is not None:
+            raise error
 
     # The results reader's side.
 
@@ -261,8 +276,12 @@ class RemoteGrading:
             try:
                 if not ready:
                     self._ensure_group()
-                    # Results a killed run read but never settled come first.
+                    # Results a killed run read but never settled come first, then those
+                    # nobody read yet, before any caller publishes.
                     self._read("0", None)
+                    while self._read(">", None):
+                        pass
+                    self._primed.set()
                     if down:
                         log.info("Redis at %s is reachable again; grading resumes", self._where)
                     ready, down, delay = True, False, 0.5
@@ -299,7 +318,9 @@ class RemoteGrading:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def _read(self, cursor: str, block_ms: int | None) -> None:
+    def _read(self, cursor: str, block_ms: int | None) -> int:
+        """Hand out the results after ``cursor`` (all pending ones from ``"0"``); how many."""
+        read = 0
         while not self._closed.is_set():
             with broker(self._url):
                 reply = self._redis.xreadgroup(
@@ -308,9 +329,11 @@ class RemoteGrading:
             entries = entries_of(reply)
             for entry_id, fields in entries:
                 self._deliver(entry_id, fields)
+            read += len(entries)
             if cursor == ">" or not entries:
-                return
+                return read
             cursor = entries[-1][0]
+        return read
 
     def _deliver(self, entry_id: bytes, fields: dict[bytes, bytes] | None) -> None:
         raw = (fields or {}).get(b"payload")
@@ -441,12 +464,22 @@ class RemoteExtractor(ClaimExtractor):
 
 class RemoteEvaluator(Evaluator):
     """Scores through the workers: one job per block's claims (items that share a source and
-    window), so a worker grades them in one call as at home."""
+    window), so a worker grades them in one call as at home. With ``search`` (the per-agent
+    mode's ``vector_search_utterances`` over the daemon's index) each job carries the utterances
+    it finds for each claim."""
 
-    def __init__(self, grading: RemoteGrading, *, model_id: str, fresh: bool = False):
+    def __init__(
+        self,
+        grading: RemoteGrading,
+        *,
+        model_id: str,
+        fresh: bool = False,
+        search: Tool | None = None,
+    ):
         self._grading = grading
         self._model_id = model_id
         self._fresh = fresh
+        self._search = search
         self.name = "workers"
 
     @property
@@ -464,7 +497,10 @@ class RemoteEvaluator(Evaluator):
             else:
                 groups.append([item])
         grader, reply_to = self._grading.grader, self._grading.results_stream
-        jobs = [Job("evaluate", grader, reply_to, self._fresh, items=tuple(g)) for g in groups]
+        jobs = [
+            Job("evaluate", grader, reply_to, self._fresh, items=tuple(g), nearby=self._nearby(g))
+            for g in groups
+        ]
         scores: list[Score] = []
         for group, outcome in zip(groups, self._grading.run(jobs), strict=True):
             if outcome.error is not None or len(outcome.scores) != len(group):
@@ -473,3 +509,13 @@ class RemoteEvaluator(Evaluator):
             else:
                 scores.extend(outcome.scores)
         return scores
+
+    def _nearby(self, items: Sequence[EvalItem]) -> tuple[Utterance, ...]:
+        if self._search is None:
+            return ()
+        found: dict[str, Utterance] = {}
+        # The evaluator searches with the claim as read, so the daemon does too.
+        for item in as_read(items):
+            for hit in self._search(query=item.claim):
+                found.setdefault(hit.block_id, Utterance(hit.block_id, hit.text))
+        return tuple(found[key] for key in sorted(found))

@@ -56,6 +56,9 @@ class Job:
     """Bypass the worker's result cache (``resync --reevaluate``)."""
     inputs: tuple[ExtractionInput, ...] = ()
     items: tuple[EvalItem, ...] = ()
+    nearby: tuple[Utterance, ...] = ()
+    """The utterances of the daemon's index nearest each claim (what the per-agent
+    decontextualization agent's vector search finds), so a worker's search finds the same."""
 
     @property
     def key(self) -> str:
@@ -102,6 +105,8 @@ def encode_job(job: Job) -> bytes:
         ]
     else:
         body["items"] = [[i.claim, i.source, list(i.context), i.claim_id] for i in job.items]
+        if job.nearby:
+            body["nearby"] = [_utterance(u) for u in job.nearby]
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -133,7 +138,8 @@ def decode_job(raw: bytes) -> Job:
                 EvalItem(str(c), str(s), tuple(map(str, ctx)), None if i is None else str(i))
                 for c, s, ctx, i in body["items"]
             )
-            return Job("evaluate", grader, reply_to, fresh, items=items)
+            nearby = tuple(Utterance(str(b), str(t)) for b, t in body.get("nearby", ()))
+            return Job("evaluate", grader, reply_to, fresh, items=items, nearby=nearby)
         raise PayloadError(f"unknown job kind {kind!r}")
     except PayloadError:
         raise
