@@ -321,8 +321,9 @@ class GradingWorker:
             if raw is None:
                 raise PayloadError("payload: field missing from the entry")
             job = decode_job(raw)
-        except PayloadError as exc:
-            self._dead_letter(entry_id, raw, None, str(exc), deliveries)
+        except Exception as exc:
+            # Whatever is wrong with an entry, it must not stop every worker that reads it.
+            self._dead_letter(entry_id, raw, None, f"unreadable job: {exc}", deliveries)
             return
         if deliveries > self._s.max_deliveries:
             error = f"delivered {deliveries} times without being acknowledged"

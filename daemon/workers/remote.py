@@ -92,10 +92,14 @@ class _Waiter:
     job: Job
     done: threading.Event = field(default_factory=threading.Event)
     outcome: Outcome | None = None
-    published_at: float = 0.0
+    published_at: float | None = None
+    """When it was published; ``None`` while it waits for room in the work stream."""
     checked_at: float = 0.0
+    entry_id: bytes | None = None
+    """Its entry in the work stream, when this run added it."""
     missing: int = 0
-    """Rechecks that found the job's key gone without its result."""
+    """Rechecks in a row that found the job lost: its key gone without its result, or its
+    entry trimmed from the work stream unread."""
 
 
 class RemoteGrading:
@@ -141,6 +145,7 @@ class RemoteGrading:
         self._next_notice = 0.0
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()
+        self._publishing = threading.Lock()
         self._primed = threading.Event()
         """Set once the reader has read what waited in the results stream when it started: a
         result left there for this same work is then found instead of publishing it again."""
@@ -221,17 +226,23 @@ class RemoteGrading:
                 self._thread.start()
 
     def _publish(self, waiters: Sequence[_Waiter]) -> None:
-        if not waiters:
-            return
-        self._wait_for_room(len(waiters))
-        now = self._clock()
-        with broker(self._url):
-            pipe = self._redis.pipeline(transaction=False)
-            for waiter in waiters:
-                self._add_job(waiter.job, pipe)
-            pipe.execute()
-        for waiter in waiters:
-            waiter.published_at = waiter.checked_at = now
+        """Publish in chunks of at most ``max_backlog`` jobs, each once the work stream has room
+        for it; one caller at a time, so that callers together never overfill it."""
+        size = self._s.max_backlog
+        with self._publishing:
+            for start in range(0, len(waiters), size):
+                chunk = waiters[start : start + size]
+                self._wait_for_room(len(chunk))
+                with broker(self._url):
+                    pipe = self._redis.pipeline(transaction=False)
+                    for waiter in chunk:
+                        self._add_job(waiter.job, pipe)
+                    added = pipe.execute()
+                now = self._clock()
+                for waiter, entry_id in zip(chunk, added, strict=True):
+                    # None: a job of this key was out already (an earlier run published it).
+                    waiter.entry_id = entry_id
+                    waiter.published_at = waiter.checked_at = now
 
     def _add_job(self, job: Job, client: redis.Redis | redis.client.Pipeline) -> None:
         self._publish_script(
@@ -241,12 +252,12 @@ class RemoteGrading:
         )
 
     def _wait_for_room(self, count: int) -> None:
-        """Publishing waits while the work stream holds ``max_backlog`` jobs or more."""
+        """Wait while the work stream could not take ``count`` more jobs within ``max_backlog``."""
         noticed = False
         while True:
             with broker(self._url):
                 waiting = backlog(self._redis, self.work_stream)
-            if waiting == 0 or waiting + count <= self._s.max_backlog:
+            if waiting + count <= self._s.max_backlog:
                 if noticed:
                     log.info("grading backlog has room again (%d job(s))", waiting)
                 return
@@ -341,7 +352,8 @@ class RemoteGrading:
             if raw is None:
                 raise PayloadError("payload: field missing from the entry")
             outcome = decode_outcome(raw)
-        except PayloadError as exc:
+        except Exception as exc:
+            # An entry nobody can read must not stop the reader, which would meet it again.
             log.warning("grading result %s dropped: %s", entry_id.decode(), exc)
             with self._lock:
                 self._spare.append(entry_id)
@@ -370,7 +382,11 @@ class RemoteGrading:
                 del self._orphan_outcomes[key]
                 self._spare.append(entry_id)
             spare, self._spare = self._spare, []
-            due = [w for w in self._waiters.values() if now - w.checked_at >= RECHECK_S]
+            due = [
+                w
+                for w in self._waiters.values()
+                if w.published_at is not None and now - w.checked_at >= RECHECK_S
+            ]
             waiting = len(self._waiters)
             quiet = now - self._last_result
         if spare:
@@ -385,16 +401,24 @@ class RemoteGrading:
             self._next_notice = 0.0
 
     def _recheck(self, due: list[_Waiter], now: float) -> None:
-        """Publish again the jobs whose key is gone with no result after two looks."""
+        """Publish again the jobs found lost twice in a row: their key gone with no result (a
+        Redis server that lost them), or their entry trimmed from the work stream unread."""
         with broker(self._url):
             pipe = self._redis.pipeline(transaction=False)
             for waiter in due:
                 pipe.exists(job_key(self._s.prefix, waiter.job.key))
-            found = pipe.execute()
+                if waiter.entry_id is not None:
+                    pipe.xrange(self.work_stream, waiter.entry_id, waiter.entry_id, count=1)
+            found = iter(pipe.execute())
         lost = []
-        for waiter, exists in zip(due, found, strict=True):
+        for waiter in due:
+            key_there = bool(next(found))
+            entry_there = waiter.entry_id is None or bool(next(found))
             waiter.checked_at = now
-            waiter.missing = 0 if exists or waiter.done.is_set() else waiter.missing + 1
+            if waiter.done.is_set() or (key_there and entry_there):
+                waiter.missing = 0
+                continue
+            waiter.missing += 1
             if waiter.missing >= 2:
                 waiter.missing = 0
                 lost.append(waiter)
@@ -403,8 +427,11 @@ class RemoteGrading:
             with broker(self._url):
                 pipe = self._redis.pipeline(transaction=False)
                 for waiter in lost:
+                    pipe.delete(job_key(self._s.prefix, waiter.job.key))
                     self._add_job(waiter.job, pipe)
-                pipe.execute()
+                added = pipe.execute()
+            for waiter, entry_id in zip(lost, added[1::2], strict=True):
+                waiter.entry_id = entry_id
 
     def _notice(self) -> None:
         with broker(self._url):

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from aclarai.agents import Claim, EvalItem, ExtractionInput, Score, Utterance
@@ -113,38 +112,40 @@ def encode_job(job: Job) -> bytes:
 def decode_job(raw: bytes) -> Job:
     """Raises:
     PayloadError: ``raw`` is not a job of this version."""
-    try:
-        body = json.loads(raw)
-        if body.get("v") != WIRE_VERSION:
-            raise PayloadError(f"job of wire version {body.get('v')!r}, not {WIRE_VERSION}")
-        kind = body["kind"]
-        grader, reply_to, fresh = str(body["grader"]), str(body["reply_to"]), bool(body["fresh"])
-        if kind == "extract":
-
-            def utterances(rows: Sequence[Sequence[str]]) -> tuple[Utterance, ...]:
-                return tuple(Utterance(str(b), str(t)) for b, t in rows)
-
-            inputs = tuple(
+    body = _body(raw, "job")
+    kind = body.get("kind")
+    grader, reply_to = _text(body.get("grader"), "grader"), _text(body.get("reply_to"), "reply_to")
+    fresh = _flag(body.get("fresh"), "fresh")
+    if kind == "extract":
+        inputs = []
+        for row in _list(body.get("inputs"), "inputs"):
+            i = _object(row, "input")
+            inputs.append(
                 ExtractionInput(
-                    Utterance(str(i["block"][0]), str(i["block"][1])),
-                    utterances(i["before"]),
-                    utterances(i["after"]),
+                    _utterance_of(i.get("block"), "block"),
+                    tuple(_utterance_of(u, "before") for u in _list(i.get("before"), "before")),
+                    tuple(_utterance_of(u, "after") for u in _list(i.get("after"), "after")),
                 )
-                for i in body["inputs"]
             )
-            return Job("extract", grader, reply_to, fresh, inputs=inputs)
-        if kind == "evaluate":
-            items = tuple(
-                EvalItem(str(c), str(s), tuple(map(str, ctx)), None if i is None else str(i))
-                for c, s, ctx, i in body["items"]
+        return Job("extract", grader, reply_to, fresh, inputs=tuple(inputs))
+    if kind == "evaluate":
+        items = []
+        for row in _list(body.get("items"), "items"):
+            fields = _list(row, "item")
+            if len(fields) != 4:
+                raise PayloadError("item: expected [claim, source, context, claim_id]")
+            claim, source, context, claim_id = fields
+            items.append(
+                EvalItem(
+                    _text(claim, "claim"),
+                    _text(source, "source"),
+                    tuple(_text(t, "context") for t in _list(context, "context")),
+                    None if claim_id is None else _text(claim_id, "claim_id"),
+                )
             )
-            nearby = tuple(Utterance(str(b), str(t)) for b, t in body.get("nearby", ()))
-            return Job("evaluate", grader, reply_to, fresh, items=items, nearby=nearby)
-        raise PayloadError(f"unknown job kind {kind!r}")
-    except PayloadError:
-        raise
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise PayloadError(f"malformed job: {type(exc).__name__}: {exc}") from exc
+        nearby = tuple(_utterance_of(u, "nearby") for u in _list(body.get("nearby", []), "nearby"))
+        return Job("evaluate", grader, reply_to, fresh, items=tuple(items), nearby=nearby)
+    raise PayloadError(f"unknown job kind {kind!r}")
 
 
 def encode_outcome(outcome: Outcome) -> bytes:
@@ -163,28 +164,98 @@ def encode_outcome(outcome: Outcome) -> bytes:
 def decode_outcome(raw: bytes) -> Outcome:
     """Raises:
     PayloadError: ``raw`` is not a result of this version."""
+    body = _body(raw, "result")
+    claims: list[tuple[Claim, ...] | str] = []
+    for found in _list(body.get("claims"), "claims"):
+        if isinstance(found, dict):
+            claims.append(_text(found.get("error"), "error"))
+            continue
+        block_claims = []
+        for row in _list(found, "claims"):
+            fields = _list(row, "claim")
+            if len(fields) != 3:
+                raise PayloadError("claim: expected [id, block_id, text]")
+            block_claims.append(Claim(*(_text(f, "claim") for f in fields)))
+        claims.append(tuple(block_claims))
+    error = body.get("error")
+    return Outcome(
+        key=_text(body.get("key"), "key"),
+        worker=_text(body.get("worker", ""), "worker"),
+        claims=tuple(claims),
+        scores=tuple(_score_of(s) for s in _list(body.get("scores"), "scores")),
+        error=None if error is None else _text(error, "error"),
+        model=_text(body.get("model", ""), "model"),
+    )
+
+
+def _body(raw: bytes, what: str) -> dict[str, Any]:
     try:
         body = json.loads(raw)
-        if body.get("v") != WIRE_VERSION:
-            raise PayloadError(f"result of wire version {body.get('v')!r}, not {WIRE_VERSION}")
-        claims: list[tuple[Claim, ...] | str] = []
-        for c in body["claims"]:
-            if isinstance(c, dict):
-                claims.append(str(c["error"]))
-            else:
-                claims.append(tuple(Claim(str(i), str(b), str(t)) for i, b, t in c))
-        scores = tuple(
-            Score(**{**s, "omitted": tuple(s.get("omitted") or ())}) for s in body["scores"]
-        )
-        return Outcome(
-            key=str(body["key"]),
-            worker=str(body.get("worker", "")),
-            claims=tuple(claims),
-            scores=scores,
-            error=body.get("error"),
-            model=str(body.get("model", "")),
-        )
-    except PayloadError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
-        raise PayloadError(f"malformed result: {type(exc).__name__}: {exc}") from exc
+    except (ValueError, TypeError) as exc:
+        raise PayloadError(f"{what} is not JSON: {exc}") from exc
+    body = _object(body, what)
+    if body.get("v") != WIRE_VERSION:
+        raise PayloadError(f"{what} of wire version {body.get('v')!r}, not {WIRE_VERSION}")
+    return body
+
+
+def _object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PayloadError(f"{what}: expected a JSON object")
+    return value
+
+
+def _list(value: object, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise PayloadError(f"{what}: expected a JSON array")
+    return value
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise PayloadError(f"{what}: expected a string")
+    return value
+
+
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise PayloadError(f"{what}: expected true or false")
+    return value
+
+
+def _utterance_of(value: object, what: str) -> Utterance:
+    pair = _list(value, what)
+    if len(pair) != 2:
+        raise PayloadError(f"{what}: expected [block_id, text]")
+    return Utterance(_text(pair[0], what), _text(pair[1], what))
+
+
+_SCORE_FIELDS = frozenset(f.name for f in fields(Score))
+
+
+def _score_of(value: object) -> Score:
+    body = _object(value, "score")
+    if set(body) != _SCORE_FIELDS:
+        raise PayloadError(f"score: expected the fields {sorted(_SCORE_FIELDS)}")
+
+    def number(name: str) -> float | None:
+        found = body.get(name)
+        if found is None:
+            return None
+        if isinstance(found, bool) or not isinstance(found, int | float):
+            raise PayloadError(f"score {name}: expected a number or null")
+        return float(found)
+
+    def optional(name: str) -> str | None:
+        found = body.get(name)
+        return None if found is None else _text(found, f"score {name}")
+
+    return Score(
+        number("entailed_score"),
+        number("coverage_score"),
+        number("decontextualization_score"),
+        status=_text(body["status"], "score status"),
+        verdict=optional("verdict"),
+        justification=optional("justification"),
+        omitted=tuple(_text(t, "score omitted") for t in _list(body["omitted"], "omitted")),
+    )
