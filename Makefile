@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN    := .run
 
-.PHONY: run test fuzz lint install bench clean llm-smoke llm-bench
+.PHONY: run test fuzz lint install bench bench-distributed clean llm-smoke llm-bench
 
 # pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
@@ -48,6 +48,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/resync.py
+
+## bench-distributed: resync through 1, 2, 4 and 8 `aclarai worker` processes over Redis, against a
+## scripted model answering after 200 ms and the offline backend (ARGS="--blocks 80 --json F ...")
+bench-distributed: $(STAMP)
+	@$(BIN)/python benchmarks/distributed.py $(ARGS)
 
 clean:
 	rm -rf $(RUN) build dist *.egg-info

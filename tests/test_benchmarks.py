@@ -163,6 +163,15 @@ TINY: dict[str, Tiny] = {
         r"\{",
         tuple(rf'^  "{key}": {N},?$' for key in DASHBOARD_KEYS),
     ),
+    "distributed": Tiny(
+        "--workers 1,2 --blocks 6 --delay-ms 20 --backend scripted",
+        r"distributed grading: 6 blocks by the scripted model \(20 ms a call\); workers\.jobs 1; "
+        r"\d+ cores",
+        tuple(
+            rf"^scripted +{n} +6 +{N} +{N} +{N}x +{N} +{N} +{N}x +(met|MISSED) +identical$"
+            for n in (1, 2)
+        ),
+    ),
     "fit_offline": Tiny(
         "--data {sample} --out {tmp}/params.json",
         rf"fitted on (\w+, )+\w+ in {N} s",

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -169,6 +169,8 @@ class GradingWorker:
         self._stats_lock = threading.Lock()
         self._state = "working"
         self._started = time.time()
+        self._inflight: set[Future[None]] = set()
+        self._inflight_ids: set[bytes] = set()
         self._index_lock = threading.Lock()
         self._indexed: dict[int, list[str]] = {}
         """The block ids each index (by ``id``) holds from the last job that shipped some."""
@@ -203,23 +205,30 @@ class GradingWorker:
         claim_every_s = max(0.05, self._claim_idle_ms / 2000)
         while not stop.is_set():
             try:
+                self._harvest()
                 if not ready:
                     self._ensure_group()
-                    self._handle(self._read("0", None), pool, stop, counted=True)
+                    self._handle(self._read("0", None, self._jobs), pool, stop, counted=True)
                     if down:
                         log.info("Redis at %s is reachable again", redact(self._url))
                     if model_down:
                         log.info("the model answers again; pending jobs graded")
                     ready, down, model_down, delay = True, False, False, BACKOFF_INITIAL_S
                     self._state = "working"
+                free = self._free_slots()
+                if not free:
+                    continue
                 worked = 0
                 if time.monotonic() >= next_claim:
-                    worked += self._reclaim(pool, stop)
+                    worked += self._reclaim(pool, stop, free)
                     next_claim = time.monotonic() + claim_every_s
-                worked += self._handle(
-                    self._read(">", None if burst else self._s.block_ms), pool, stop, counted=False
-                )
+                free = self._free_slots()
+                if free:
+                    block_ms = None if burst else self._s.block_ms
+                    entries = self._read(">", block_ms, free)
+                    worked += self._handle(entries, pool, stop, counted=False)
                 if burst and worked == 0:
+                    self._harvest(wait_all=True)
                     if not self._pending():
                         return
                     sleep(stop, min(claim_every_s, 0.2))
@@ -255,14 +264,31 @@ class GradingWorker:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    def _read(self, cursor: str, block_ms: int | None) -> list[Entry]:
+    def _read(self, cursor: str, block_ms: int | None, count: int) -> list[Entry]:
         with broker(self._url):
             reply = self._redis.xreadgroup(
-                WORKERS_GROUP, self.name, {self.stream: cursor}, count=self._jobs, block=block_ms
+                WORKERS_GROUP, self.name, {self.stream: cursor}, count=count, block=block_ms
             )
         return entries_of(reply)
 
-    def _reclaim(self, pool: ThreadPoolExecutor, stop: StopEvent) -> int:
+    def _free_slots(self) -> int:
+        """Jobs this worker can start now; waits (a little) for one to finish when none."""
+        if len(self._inflight) >= self._jobs:
+            wait(self._inflight, timeout=self._s.block_ms / 1000, return_when=FIRST_COMPLETED)
+        self._harvest()
+        return self._jobs - len(self._inflight)
+
+    def _harvest(self, *, wait_all: bool = False) -> None:
+        """Forget the finished jobs; raise the outage one of them met (Redis's first)."""
+        if wait_all:
+            wait(self._inflight)
+        done = {f for f in self._inflight if f.done()}
+        self._inflight -= done
+        errors = [e for f in done if (e := f.exception()) is not None]
+        for error in sorted(errors, key=lambda e: not isinstance(e, BrokerUnavailable)):
+            raise error
+
+    def _reclaim(self, pool: ThreadPoolExecutor, stop: StopEvent, count: int) -> int:
         start: bytes | str = "0-0"
         handled = 0
         while not stop.is_set():
@@ -273,7 +299,7 @@ class GradingWorker:
                     self.name,
                     min_idle_time=self._claim_idle_ms,
                     start_id=start,
-                    count=self._jobs,
+                    count=count,
                 )
             start, entries = reply[0], cast(list[Entry], reply[1])  # type: ignore[index]
             if entries:
@@ -292,20 +318,26 @@ class GradingWorker:
     def _handle(
         self, entries: list[Entry], pool: ThreadPoolExecutor, stop: StopEvent, *, counted: bool
     ) -> int:
-        """Grade ``entries`` on the pool; an outage met by one is raised once all are through."""
-        if not entries or stop.is_set():
+        """Start grading ``entries`` on the pool (those not in work here already); each slot
+        takes the next job as soon as it is free, so one slow call holds up no other."""
+        if stop.is_set():
             return 0
-        futures = [
-            pool.submit(self._handle_one, entry_id, fields, counted) for entry_id, fields in entries
-        ]
-        errors = [f.exception() for f in futures]
-        for error in errors:
-            if isinstance(error, BrokerUnavailable):
-                raise error
-        for error in errors:
-            if error is not None:
-                raise error
-        return len(entries)
+        started = 0
+        for entry_id, fields in entries:
+            if entry_id in self._inflight_ids:
+                continue  # read again from this consumer's pending entries, still in work
+            self._inflight_ids.add(entry_id)
+            future = pool.submit(self._handle_one, entry_id, fields, counted)
+            future.add_done_callback(self._forget(entry_id))
+            self._inflight.add(future)
+            started += 1
+        return started
+
+    def _forget(self, entry_id: bytes) -> Callable[[Future[None]], None]:
+        def forget(_: Future[None]) -> None:
+            self._inflight_ids.discard(entry_id)
+
+        return forget
 
     def _handle_one(
         self, entry_id: bytes, fields: dict[bytes, bytes] | None, counted: bool

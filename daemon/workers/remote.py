@@ -74,6 +74,7 @@ RECHECK_S = 5.0
 FIRST_NOTICE_S = 5.0
 NOTICE_EVERY_S = 30.0
 BACKOFF_MAX_S = 30.0
+CLOSE_WAIT_S = 0.2
 
 _PUBLISH = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
@@ -214,7 +215,8 @@ class RemoteGrading:
         self._cancelled.set()
         self._closed.set()
         if self._thread is not None:
-            self._thread.join(timeout=self._s.block_ms / 1000 + 5)
+            # Not for its blocking read to end: closing the client (next) ends that at once.
+            self._thread.join(timeout=CLOSE_WAIT_S)
         self.settle()
 
     def _start(self) -> None:
@@ -299,23 +301,22 @@ class RemoteGrading:
                     self._broker_error = None
                 self._read(">", self._s.block_ms)
                 self._housekeeping()
-            except BrokerUnavailable as exc:
-                if not down:
-                    log.warning("Redis unavailable (%s); notes being graded wait in the queue", exc)
-                ready, down = False, True
-                self._broker_error = exc
-                self._closed.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX_S)
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
+                continue
+            except Exception as exc:
+                if self._closed.is_set():
+                    return  # closing the client ended the blocking read
+                if isinstance(exc, BrokerUnavailable):
+                    if not down:
+                        log.warning(
+                            "Redis unavailable (%s); notes being graded wait in the queue", exc
+                        )
+                    down = True
+                    self._broker_error = exc
+                elif not (isinstance(exc, redis.ResponseError) and "NOGROUP" in str(exc)):
                     log.exception("reading grading results failed; retrying")
-                ready = False
-                self._closed.wait(delay)
-            except Exception:
-                log.exception("reading grading results failed; retrying")
-                ready = False
-                self._closed.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX_S)
+            ready = False
+            self._closed.wait(delay)
+            delay = min(delay * 2, BACKOFF_MAX_S)
 
     @property
     def _where(self) -> str:

@@ -320,6 +320,9 @@ class ScriptedLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Replies go out at once, as a real server's: http.server writes headers and body
+            # apart, which otherwise meet the client's delayed ACK (some 40 ms a call).
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
@@ -379,7 +382,8 @@ class ScriptedLLMServer:
                 if server.logprobs == "give" and request.body.get("logprobs"):
                     top = int(request.body.get("top_logprobs") or 0)
                     completion["choices"][0]["logprobs"] = _logprobs(reply, top)
-                cached = server.cached_tokens(request)
+                # Only when reported: it compares the prompt with every earlier one.
+                cached = server.cached_tokens(request) if server.cache_report else 0
                 if server.cache_report == "openai":
                     completion["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
                 elif server.cache_report == "llama.cpp":
