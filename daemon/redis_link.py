@@ -29,6 +29,25 @@ def entries_of(reply: Any) -> list[Entry]:
     return cast(list[Entry], reply[0][1]) if reply else []
 
 
+def ensure_group(client: redis.Redis, url: str, stream: str, group: str) -> bool:
+    """Create ``group`` on ``stream`` (and the stream) from its start; whether it was new."""
+    try:
+        with broker(url):
+            client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+        return False
+    return True
+
+
+def deliveries(client: redis.Redis, url: str, stream: str, group: str, entry_id: bytes) -> int:
+    """How many times ``group`` delivered the pending entry (1 once it is not pending)."""
+    with broker(url):
+        rows = client.xpending_range(stream, group, min=entry_id, max=entry_id, count=1)
+    return int(rows[0]["times_delivered"]) if rows else 1
+
+
 class StopEvent(Protocol):
     """What a Redis loop needs of a stop signal."""
 

@@ -56,7 +56,8 @@ class WorkersStatus:
     backlog: int | None = None
     """Jobs of that stream not graded yet (waiting, or read and not acknowledged)."""
     results_waiting: int | None = None
-    """Results for this vault that its daemon or resync has not applied yet."""
+    """Results for this vault its daemon or resync has not acknowledged: not applied yet, or
+    kept for the same work asked again."""
     dead_stream: str = ""
     """Where the workers put the jobs they give up on, every vault's (``<prefix>:dead``)."""
     dead_letters: int | None = None
@@ -418,7 +419,7 @@ def _workers_lines(workers: WorkersStatus) -> list[str]:
     lines += [_worker_line(w, workers.work_stream) for w in workers.seen]
     lines += [
         f"backlog      {workers.backlog} job(s) not graded yet in {workers.work_stream}",
-        f"results      {workers.results_waiting} waiting to be applied to this vault",
+        f"results      {workers.results_waiting} not yet acknowledged by this vault",
         f"dead jobs    {workers.dead_letters} in {workers.dead_stream}",
     ]
     return lines

@@ -19,6 +19,7 @@ block's text and window.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -40,6 +41,8 @@ from aclarai.daemon.redis_link import (
     StopEvent,
     broker,
     connect,
+    deliveries,
+    ensure_group,
     entries_of,
     redact,
     sleep,
@@ -47,12 +50,15 @@ from aclarai.daemon.redis_link import (
 )
 from aclarai.daemon.workers.roster import WORKERS_GROUP, Heartbeat, beat
 from aclarai.daemon.workers.wire import (
+    RESULTS_MAXLEN,
     Job,
     Outcome,
     dead_letter_stream,
     decode_job,
     encode_outcome,
     job_key,
+    key_of,
+    reply_to_of,
     work_stream,
 )
 from aclarai.parsers import (
@@ -68,7 +74,6 @@ log = logging.getLogger(__name__)
 
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
-RESULTS_MAXLEN = 100_000
 DEAD_MAXLEN = 10_000
 
 
@@ -208,7 +213,11 @@ class GradingWorker:
                 self._harvest()
                 if not ready:
                     self._ensure_group()
-                    self._handle(self._read("0", None, self._jobs), pool, stop, counted=True)
+                    own = self._read("0", None, max(1, self._free_slots()))
+                    if down:
+                        # Reading them again counted a delivery the outage, not the job, caused.
+                        self._put_back_delivery([entry_id for entry_id, _ in own])
+                    self._handle(own, pool, redelivered=True)
                     if down:
                         log.info("Redis at %s is reachable again", redact(self._url))
                     if model_down:
@@ -226,7 +235,7 @@ class GradingWorker:
                 if free:
                     block_ms = None if burst else self._s.block_ms
                     entries = self._read(">", block_ms, free)
-                    worked += self._handle(entries, pool, stop, counted=False)
+                    worked += self._handle(entries, pool, redelivered=False)
                 if burst and worked == 0:
                     self._harvest(wait_all=True)
                     if not self._pending():
@@ -235,7 +244,8 @@ class GradingWorker:
             except BrokerUnavailable as exc:
                 if not down:
                     log.warning("Redis unavailable (%s); retrying with backoff", exc)
-                    self.stats.broker_outages += 1
+                    with self._stats_lock:
+                        self.stats.broker_outages += 1
                 ready, down = False, True
                 self._state = "waiting for Redis"
                 sleep(stop, delay * (0.5 + random.random() / 2))
@@ -243,7 +253,8 @@ class GradingWorker:
             except TransientError as exc:
                 if not model_down:
                     log.warning("model unavailable (%s); jobs stay pending, retrying", exc)
-                    self.stats.model_outages += 1
+                    with self._stats_lock:
+                        self.stats.model_outages += 1
                 if burst:
                     return
                 ready, model_down = False, True
@@ -257,12 +268,7 @@ class GradingWorker:
                 ready = False
 
     def _ensure_group(self) -> None:
-        try:
-            with broker(self._url):
-                self._redis.xgroup_create(self.stream, WORKERS_GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self._redis, self._url, self.stream, WORKERS_GROUP)
 
     def _read(self, cursor: str, block_ms: int | None, count: int) -> list[Entry]:
         with broker(self._url):
@@ -276,7 +282,7 @@ class GradingWorker:
         if len(self._inflight) >= self._jobs:
             wait(self._inflight, timeout=self._s.block_ms / 1000, return_when=FIRST_COMPLETED)
         self._harvest()
-        return self._jobs - len(self._inflight)
+        return max(0, self._jobs - len(self._inflight))
 
     def _harvest(self, *, wait_all: bool = False) -> None:
         """Forget the finished jobs; raise the outage one of them met (Redis's first)."""
@@ -289,9 +295,10 @@ class GradingWorker:
             raise error
 
     def _reclaim(self, pool: ThreadPoolExecutor, stop: StopEvent, count: int) -> int:
+        """Take over at most ``count`` jobs idle past ``claim_idle_s`` (their worker died)."""
         start: bytes | str = "0-0"
         handled = 0
-        while not stop.is_set():
+        while not stop.is_set() and handled < count:
             with broker(self._url):
                 reply = self._redis.xautoclaim(
                     self.stream,
@@ -299,35 +306,57 @@ class GradingWorker:
                     self.name,
                     min_idle_time=self._claim_idle_ms,
                     start_id=start,
-                    count=count,
+                    count=count - handled,
                 )
             start, entries = reply[0], cast(list[Entry], reply[1])  # type: ignore[index]
             if entries:
                 log.info("took over %d job(s) of a worker that stopped answering", len(entries))
                 with self._stats_lock:
                     self.stats.reclaimed += len(entries)
-                handled += self._handle(entries, pool, stop, counted=True)
+                handled += self._handle(entries, pool, redelivered=True)
             if start in (b"0-0", "0-0"):
-                return handled
+                break
         return handled
+
+    def _put_back_delivery(self, entry_ids: list[bytes]) -> None:
+        """Take back the delivery a read of this worker's own pending jobs counted."""
+        for entry_id in entry_ids:
+            count = deliveries(self._redis, self._url, self.stream, WORKERS_GROUP, entry_id)
+            with broker(self._url):
+                self._redis.xclaim(
+                    self.stream,
+                    WORKERS_GROUP,
+                    self.name,
+                    0,
+                    [entry_id],
+                    retrycount=max(count - 1, 0),
+                    justid=True,
+                )
+
+    def _keep_claimed(self) -> None:
+        """Reset the idle time of the jobs in work here, so that a slow model call is not taken
+        for a dead worker's (JUSTID counts no delivery)."""
+        held = tuple(self._inflight_ids)
+        if held:
+            with broker(self._url):
+                self._redis.xclaim(
+                    self.stream, WORKERS_GROUP, self.name, 0, list(held), justid=True
+                )  # type: ignore[arg-type]
 
     def _pending(self) -> int:
         with broker(self._url):
             return int(self._redis.xpending(self.stream, WORKERS_GROUP)["pending"])
 
-    def _handle(
-        self, entries: list[Entry], pool: ThreadPoolExecutor, stop: StopEvent, *, counted: bool
-    ) -> int:
-        """Start grading ``entries`` on the pool (those not in work here already); each slot
-        takes the next job as soon as it is free, so one slow call holds up no other."""
-        if stop.is_set():
-            return 0
+    def _handle(self, entries: list[Entry], pool: ThreadPoolExecutor, *, redelivered: bool) -> int:
+        """Start grading ``entries`` on the pool (those not in work here already), even when
+        stopping: they are jobs in hand. Each slot takes the next job as soon as it is free,
+        so one slow call holds up no other."""
         started = 0
         for entry_id, fields in entries:
             if entry_id in self._inflight_ids:
                 continue  # read again from this consumer's pending entries, still in work
             self._inflight_ids.add(entry_id)
-            future = pool.submit(self._handle_one, entry_id, fields, counted)
+            future = pool.submit(self._handle_one, entry_id, fields, redelivered)
             future.add_done_callback(self._forget(entry_id))
             self._inflight.add(future)
             started += 1
@@ -340,30 +369,35 @@ class GradingWorker:
         return forget
 
     def _handle_one(
-        self, entry_id: bytes, fields: dict[bytes, bytes] | None, counted: bool
+        self, entry_id: bytes, fields: dict[bytes, bytes] | None, redelivered: bool
     ) -> None:
         if fields is None:
-            # Trimmed from the stream while pending: nothing left to grade.
+            # Trimmed from the stream while pending: nothing left to grade (its daemon finds
+            # the entry gone and publishes the job again).
             with broker(self._url):
                 self._redis.xack(self.stream, WORKERS_GROUP, entry_id)
             return
         raw = fields.get(b"payload")
-        deliveries = self._deliveries(entry_id) if counted else 1
+        delivered = (
+            deliveries(self._redis, self._url, self.stream, WORKERS_GROUP, entry_id)
+            if redelivered
+            else 1
+        )
         try:
             if raw is None:
                 raise PayloadError("payload: field missing from the entry")
             job = decode_job(raw)
         except Exception as exc:
             # Whatever is wrong with an entry, it must not stop every worker that reads it.
-            self._dead_letter(entry_id, raw, None, f"unreadable job: {exc}", deliveries)
+            self._dead_letter(entry_id, raw, None, f"unreadable job: {exc}", delivered)
             return
-        if deliveries > self._s.max_deliveries:
-            error = f"delivered {deliveries} times without being acknowledged"
-            self._dead_letter(entry_id, raw, job, error, deliveries)
+        if delivered > self._s.max_deliveries:
+            error = f"delivered {delivered} times without being acknowledged"
+            self._dead_letter(entry_id, raw, job, error, delivered)
             return
         if job.grader != self.grader:
             error = f"asks for grader {job.grader}, this worker grades with {self.grader}"
-            self._dead_letter(entry_id, raw, job, error, deliveries)
+            self._dead_letter(entry_id, raw, job, error, delivered)
             return
         try:
             outcome = self._grade(job)
@@ -377,21 +411,21 @@ class GradingWorker:
                     self.name,
                     0,
                     [entry_id],
-                    retrycount=max(deliveries - 1, 0),
+                    retrycount=max(delivered - 1, 0),
                     justid=True,
                 )
             raise
         except Exception as exc:
             error = f"grading failed: {type(exc).__name__}: {exc}"
-            if deliveries >= self._s.max_deliveries:
-                self._dead_letter(entry_id, raw, job, error, deliveries)
+            if delivered >= self._s.max_deliveries:
+                self._dead_letter(entry_id, raw, job, error, delivered)
                 return
             with self._stats_lock:
                 self.stats.failures += 1
             log.warning(
                 "job %s (delivery %d of %d): %s; left pending for another try",
                 entry_id.decode(),
-                deliveries,
+                delivered,
                 self._s.max_deliveries,
                 error,
             )
@@ -413,10 +447,11 @@ class GradingWorker:
                     raise result
                 claims.append(str(result) if isinstance(result, Exception) else tuple(result))
             return Outcome(job.key, self.name, claims=tuple(claims), model=model)
-        if job.nearby and agents.index is not None:
+        if agents.index is not None:
+            # Per-agent mode: the index holds this job's utterances alone (none when the
+            # daemon's search found none), so the agent's search finds what the daemon's index
+            # found. One such job at a time: the index is the agents'.
             with self._index_lock:
-                # The index holds this job's utterances alone, so the agent's search finds
-                # what the daemon's index found.
                 index = agents.index
                 index.remove(self._indexed.get(id(index), ()))
                 index.upsert(job.nearby)
@@ -427,13 +462,6 @@ class GradingWorker:
         if scores and all(s.unavailable for s in scores):
             raise EvaluatorUnavailable(scores[0].status)
         return Outcome(job.key, self.name, scores=tuple(scores), model=model)
-
-    def _deliveries(self, entry_id: bytes) -> int:
-        with broker(self._url):
-            rows = self._redis.xpending_range(
-                self.stream, WORKERS_GROUP, min=entry_id, max=entry_id, count=1
-            )
-        return int(rows[0]["times_delivered"]) if rows else 1
 
     def _reply(self, entry_id: bytes, job: Job, outcome: Outcome) -> None:
         with broker(self._url):
@@ -467,17 +495,19 @@ class GradingWorker:
                 maxlen=DEAD_MAXLEN,
                 approximate=True,
             )
-            if job is not None:
-                # Its daemon is told, so that the block fails (and is retried) instead of
-                # waiting for a result that will not come.
-                outcome = Outcome(job.key, self.name, error=f"dead-lettered: {error}")
+            # Its daemon is told, so that the block fails (and is retried) instead of waiting
+            # for a result that will not come; a job it cannot read still names where to reply.
+            reply_to = job.reply_to if job is not None else reply_to_of(raw or b"")
+            if reply_to is not None and raw is not None:
+                key = key_of(raw)
+                outcome = Outcome(key, self.name, error=f"dead-lettered: {error}")
                 pipe.xadd(
-                    job.reply_to,
+                    reply_to,
                     {"payload": encode_outcome(outcome)},
                     maxlen=RESULTS_MAXLEN,
                     approximate=True,
                 )
-                pipe.delete(job_key(self._s.prefix, job.key))
+                pipe.delete(job_key(self._s.prefix, key))
             pipe.xack(self.stream, WORKERS_GROUP, entry_id)
             pipe.execute()
         with self._stats_lock:
@@ -486,6 +516,8 @@ class GradingWorker:
     def _beat_until(self, stopped: threading.Event) -> None:
         while not stopped.is_set():
             self._send_heartbeat()
+            with contextlib.suppress(BrokerUnavailable):  # the loop logs the outage
+                self._keep_claimed()
             stopped.wait(self._s.heartbeat_s)
 
     def _send_heartbeat(self) -> None:

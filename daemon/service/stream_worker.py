@@ -40,6 +40,8 @@ from aclarai.daemon.redis_link import (
     StopEvent,
     broker,
     connect,
+    deliveries,
+    ensure_group,
     entries_of,
     redact,
     sleep,
@@ -191,13 +193,8 @@ class StreamWorker:
         return self.stats
 
     def _ensure_group(self) -> None:
-        try:
-            with broker(self._s.url):
-                self._redis.xgroup_create(self._s.stream, self._s.group, id="0", mkstream=True)
+        if ensure_group(self._redis, self._s.url, self._s.stream, self._s.group):
             logger.info("created consumer group %s on %s", self._s.group, self._s.stream)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
 
     def _drain_own_pending(self, stop: StopEvent) -> None:
         """Entries this consumer name read before a restart or an outage, handled first."""
@@ -265,11 +262,7 @@ class StreamWorker:
         return handled
 
     def _deliveries(self, entry_id: bytes) -> int:
-        with broker(self._s.url):
-            rows = self._redis.xpending_range(
-                self._s.stream, self._s.group, min=entry_id, max=entry_id, count=1
-            )
-        return int(rows[0]["times_delivered"]) if rows else 1
+        return deliveries(self._redis, self._s.url, self._s.stream, self._s.group, entry_id)
 
     def _handle(self, entry_id: bytes, fields: dict[bytes, bytes] | None, deliveries: int) -> None:
         if fields is None:

@@ -11,8 +11,8 @@ same as when grading at home; a block's extraction is one job, a block's claims 
 At least once, applied once:
 
 - A result is acknowledged only once its take is through (:meth:`RemoteGrading.settle`): a
-  daemon killed before leaves it pending, and the next start reads it back first and uses it
-  for the same work (same key) instead of publishing that again.
+  daemon killed or stopped before leaves it pending, and the next start reads it back first and
+  uses it for the same work (same key) instead of publishing that again.
 - A result nobody waits for (a second delivery, work whose text changed meanwhile) is kept an
   hour in case the same work is asked again, then acknowledged and dropped.
 - A job whose key vanished with no result (a Redis server that lost it) is published again.
@@ -28,6 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import redis
 
@@ -65,7 +66,6 @@ log = logging.getLogger(__name__)
 
 GROUP = "daemon"
 """The results stream's consumer group; one daemon holds a vault, so one consumer reads it."""
-RESULTS_MAXLEN = 100_000
 JOB_KEY_TTL_S = 7 * 24 * 3600
 ORPHAN_TTL_S = 3600.0
 ORPHANS_MAX = 100_000
@@ -191,7 +191,7 @@ class RemoteGrading:
                 for waiter in fresh:
                     if self._waiters.get(waiter.job.key) is waiter and not waiter.done.is_set():
                         del self._waiters[waiter.job.key]
-        return [w.outcome for w in waiters if w.outcome is not None]
+        return [cast(Outcome, w.outcome) for w in waiters]
 
     def settle(self) -> None:
         """Acknowledge the results handed out so far: their take is through (stored, written,
@@ -217,7 +217,6 @@ class RemoteGrading:
         if self._thread is not None:
             # Not for its blocking read to end: closing the client (next) ends that at once.
             self._thread.join(timeout=CLOSE_WAIT_S)
-        self.settle()
 
     def _start(self) -> None:
         with self._thread_lock:
@@ -272,6 +271,11 @@ class RemoteGrading:
     def _wait(self, waiter: _Waiter) -> None:
         while not waiter.done.wait(0.2):
             self._raise_if_stopped()
+            with self._lock:
+                dropped = self._waiters.get(waiter.job.key) is not waiter
+            if dropped and not waiter.done.is_set():
+                # Shared with a caller whose publishing failed: this note is tried again.
+                raise GradingStopped("a grading job shared with another note was not published")
 
     def _raise_if_stopped(self) -> None:
         if self._cancelled.is_set():
@@ -360,6 +364,9 @@ class RemoteGrading:
                 self._spare.append(entry_id)
             return
         with self._lock:
+            held = self._orphans.get(outcome.key)
+            if entry_id in self._handed or (held is not None and held[0] == entry_id):
+                return  # read again after an outage: held already
             self._last_result = self._clock()
             waiter = self._waiters.pop(outcome.key, None)
             if waiter is not None:

@@ -61,7 +61,7 @@ class Job:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(encode_job(self)).hexdigest()[:32]
+        return key_of(encode_job(self))
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,25 @@ class Outcome:
     error: str | None = None
     """Why no worker could grade it (it went to the dead-letter stream)."""
     model: str = ""
+
+
+RESULTS_MAXLEN = 100_000
+"""About how many results a vault's results stream keeps (its daemon reads them at once)."""
+
+
+def key_of(raw: bytes) -> str:
+    """A job's key from its payload as published: a worker can answer a job it cannot read."""
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+def reply_to_of(raw: bytes) -> str | None:
+    """Where a payload that is not a readable job asks its result to go, if it says."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, TypeError):
+        return None
+    reply_to = body.get("reply_to") if isinstance(body, dict) else None
+    return reply_to if isinstance(reply_to, str) and reply_to else None
 
 
 def grader_identity(extractor_name: str, extractor_version: str, model_id: str) -> str:

@@ -20,6 +20,7 @@ import redis
 
 from aclarai.agents import Claim, EvalItem, ExtractionInput, Score, Utterance
 from aclarai.daemon.factory import vault_id
+from aclarai.daemon.redis_link import ensure_group, entries_of
 from aclarai.daemon.workers import backlog
 from aclarai.daemon.workers.roster import WORKERS_GROUP
 from aclarai.daemon.workers.wire import (
@@ -29,6 +30,8 @@ from aclarai.daemon.workers.wire import (
     decode_outcome,
     encode_job,
     encode_outcome,
+    job_key,
+    key_of,
     results_stream,
 )
 from aclarai.parsers import PayloadError, parse_note
@@ -95,10 +98,27 @@ def evaluate_job(**changes: Any) -> Job:
     return dataclasses.replace(job, **changes)
 
 
+NEARBY = (Utterance("blk-9", "dave: The deploy of Monday failed too."), Utterance("blk-7", ""))
+
+
 def test_jobs_read_back_exactly() -> None:
-    for job in (extract_job(), evaluate_job(), extract_job(inputs=()), evaluate_job(items=())):
+    jobs = (
+        extract_job(),
+        evaluate_job(),
+        extract_job(inputs=()),
+        evaluate_job(items=()),
+        evaluate_job(nearby=NEARBY),
+    )
+    for job in jobs:
         assert decode_job(encode_job(job)) == job
         assert decode_job(encode_job(job)).key == job.key
+
+
+def test_the_nearest_utterances_travel_with_the_job_and_change_its_key() -> None:
+    plain, shipped = evaluate_job(), evaluate_job(nearby=NEARBY)
+    assert decode_job(encode_job(shipped)).nearby == NEARBY
+    assert b'"nearby"' not in encode_job(plain), "nothing is shipped outside per-agent mode"
+    assert len({plain.key, shipped.key, evaluate_job(nearby=NEARBY[:1]).key}) == 3
 
 
 def test_outcomes_read_back_exactly_floats_included() -> None:
@@ -604,3 +624,49 @@ def test_a_resync_without_workers_never_imports_redis(grading: Grading) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "aclarai:entailed_score=" in (vault / "standup.md").read_text(encoding="utf-8")
+
+
+def test_a_worker_takes_over_no_more_jobs_than_its_free_slots(grading: Grading) -> None:
+    config = grading.config(workers={"claim_idle_s": 0.3})
+    local, remote = grading.vault("local"), grading.vault("remote")
+    resync(local, config=config, state_dir=grading.state("local"))
+    log = grading.root / "resync.log"
+    process = start_aclarai(
+        "resync", str(remote), "--redis", grading.url,
+        config=config, state_dir=grading.state("remote"), log=log,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: stream_entries(grading.client, grading.prefix, "work"), timeout_s=WAIT_S)
+        [stream] = streams(grading.client, grading.prefix, "work")
+        # A worker that read every job waiting and died: far more than a worker's two slots.
+        ensure_group(grading.client, grading.url, stream, WORKERS_GROUP)
+        taken = entries_of(grading.client.xreadgroup(WORKERS_GROUP, "ghost", {stream: ">"}))
+        assert len(taken) > 2
+        with running_workers(
+            1, redis_url=grading.url, config=config, root=grading.root, args=("--jobs", "2")
+        ) as [worker]:
+            finished(process, log)
+            assert worker.process.poll() is None, f"the worker died:\n{worker.output()}"
+            assert "took over" in worker.output()
+    finally:
+        stop(process)
+    assert vault_differences(local, remote) == []
+
+
+def test_a_job_that_cannot_be_read_is_answered_so_its_daemon_does_not_wait(
+    grading: Grading,
+) -> None:
+    config = grading.config()
+    reply_to = f"{grading.prefix}:results:test"
+    raw = json.dumps({"v": 1, "kind": "shred", "reply_to": reply_to}).encode()
+    with running_workers(1, redis_url=grading.url, config=config, root=grading.root) as [worker]:
+        wait_until(lambda: worker.name in grading.worker_streams(), timeout_s=WAIT_S)
+        stream = grading.worker_streams()[worker.name]
+        grading.client.set(job_key(grading.prefix, key_of(raw)), reply_to)
+        grading.client.xadd(stream, {"payload": raw})
+        wait_until(lambda: grading.client.xlen(reply_to) == 1, timeout_s=WAIT_S)
+    [(_, answer)] = entries(grading.client, reply_to)
+    told = decode_outcome(answer[b"payload"])
+    assert told.key == key_of(raw)
+    assert told.error == "dead-lettered: unreadable job: grader: expected a string"
+    assert not grading.client.exists(job_key(grading.prefix, key_of(raw))), "the key is freed"

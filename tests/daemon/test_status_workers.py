@@ -208,7 +208,7 @@ def test_status_lists_the_workers_the_backlog_and_the_results_waiting(
 
     assert f"workers      1 live, 2 gone, at {redis_server.url}" in lines
     assert f"backlog      0 job(s) not graded yet in {stream}" in lines
-    assert f"results      {published} waiting to be applied to this vault" in lines
+    assert f"results      {published} not yet acknowledged by this vault" in lines
     assert f"dead jobs    0 in {prefix}:dead" in lines
     listed = {line.split()[0]: line for line in lines if line.startswith("  w")}
     assert listed["w1"].startswith(f"  w1 on {here}: gone, stopped, heartbeat ")
