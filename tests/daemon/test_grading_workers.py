@@ -670,3 +670,41 @@ def test_a_job_that_cannot_be_read_is_answered_so_its_daemon_does_not_wait(
     assert told.key == key_of(raw)
     assert told.error == "dead-lettered: unreadable job: grader: expected a string"
     assert not grading.client.exists(job_key(grading.prefix, key_of(raw))), "the key is freed"
+
+
+def test_a_result_for_text_edited_meanwhile_is_dropped_and_the_block_graded_again(
+    grading: Grading,
+) -> None:
+    config = grading.config()
+    local = grading.vault("local", SMALL_NOTES)
+    remote = grading.vault("remote", SMALL_NOTES)
+    edit_standup = lambda vault: (vault / "standup.md").write_text(  # noqa: E731
+        (vault / "standup.md").read_text(encoding="utf-8").replace("v2.3", "v2.2"),
+        encoding="utf-8",
+    )
+    edit_standup(local)
+    resync(local, config=config, state_dir=grading.state("local"))
+    log = grading.root / "resync.log"
+    process = start_aclarai(
+        "resync", str(remote), "--redis", grading.url,
+        config=config, state_dir=grading.state("remote"), log=log,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: len(stream_entries(grading.client, grading.prefix, "work")) == 3,
+            timeout_s=WAIT_S,
+        )
+        # The user edits a block while its work is out: the results are for the old text.
+        edit_standup(remote)
+        with running_workers(1, redis_url=grading.url, config=config, root=grading.root):
+            process.wait(timeout=WAIT_S)
+            text = (remote / "standup.md").read_text(encoding="utf-8")
+            assert "rolled back to v2.2" in text, "the edit made meanwhile is kept"
+            assert "v2.3" not in text
+            resync(remote, config=config, state_dir=grading.state("remote"), redis_url=grading.url)
+    finally:
+        stop(process)
+    first_pass = output(log)
+    assert re.search(r"notes rewritten\s+0\n", first_pass), "the stale result wrote nothing"
+    assert re.search(r"blocks still queued\s+3\n", first_pass), "its blocks wait to be graded"
+    assert vault_differences(local, remote) == []
