@@ -57,7 +57,7 @@ NOTES_BLOCKS = {
 nearest utterances include other notes' blocks."""
 NOTES = {rel: note_text(list(blocks.items()), title=rel) for rel, blocks in NOTES_BLOCKS.items()}
 SAYINGS = {
-    text.split(": ", 1)[1]: rel for rel, blocks in NOTES_BLOCKS.items() for text in blocks.values()
+    said.split(": ", 1)[1]: rel for rel, blocks in NOTES_BLOCKS.items() for said in blocks.values()
 }
 """Each block's words without its speaker, by the note that holds it."""
 CLAIMS = 5
