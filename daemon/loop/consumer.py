@@ -311,7 +311,10 @@ class DirtyBlockConsumer:
         with self._outage_lock:
             self._model_outages += 1
             streak = self._model_outages
-        if streak == 1:
+        if streak == 1 and isinstance(exc, BrokerUnavailable):
+            # Not the model: status shows the workers' Redis outage with the workers.
+            log.info("grading workers' Redis unavailable, work stays queued: %s", exc)
+        elif streak == 1:
             # The client logs the outage itself, once, at WARNING.
             log.info("model endpoint unavailable, work stays queued: %s", exc)
             if self.queue.get_meta(MODEL_DOWN_META) is None:
