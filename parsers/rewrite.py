@@ -71,6 +71,11 @@ class _Plan:
     renew: bool = False
 
 
+def _identity(layout: NoteLayout) -> tuple[str | None, list[tuple[str, str]]]:
+    """What a rewrite must keep of a note: its own id, and its blocks with their hashes."""
+    return layout.note.file_id, [(b.id, b.hash) for b in layout.note.blocks]
+
+
 def apply_scores(
     text: str,
     scores: Mapping[str, Mapping[str, float | None]],
@@ -105,8 +110,13 @@ def apply_scores(
         layout = scan_note(text)
     tidied = None
     if any(marker.emptied for marker in layout.markers):
-        text = drop_emptied(text, layout)
-        layout = tidied = scan_note(text)
+        dropped = drop_emptied(text, layout)
+        tidy = scan_note(dropped)
+        # A note left with no adopted id reads a lone id comment as its own, or as a block of
+        # the text above it: a rewrite must change neither, so then the emptied lines stay.
+        if _identity(tidy) == _identity(layout):
+            text, layout = dropped, tidy
+            tidied = tidy
     plans: list[_Plan] = []
     found: set[str] = set()
     for marker in layout.markers:
