@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import signal
 import threading
 import time
@@ -46,6 +47,41 @@ def deliveries(client: redis.Redis, url: str, stream: str, group: str, entry_id:
     with broker(url):
         rows = client.xpending_range(stream, group, min=entry_id, max=entry_id, count=1)
     return int(rows[0]["times_delivered"]) if rows else 1
+
+
+def put_back_delivery(
+    client: redis.Redis,
+    url: str,
+    stream: str,
+    group: str,
+    consumer: str,
+    entry_id: bytes,
+    delivered: int,
+) -> None:
+    """Keep the pending entry on ``consumer`` with one delivery fewer than ``delivered``: the
+    last one was spent by an outage, not by the entry."""
+    with broker(url):
+        client.xclaim(
+            stream, group, consumer, 0, [entry_id], retrycount=max(delivered - 1, 0), justid=True
+        )
+
+
+class Backoff:
+    """How long to wait before trying Redis (or a model) again: doubling from ``initial_s`` up
+    to ``max_s``, each wait jittered so that many workers do not come back at once."""
+
+    def __init__(self, initial_s: float = 0.5, max_s: float = 30.0) -> None:
+        self._initial_s = initial_s
+        self._max_s = max_s
+        self._delay_s = initial_s
+
+    def next_s(self) -> float:
+        wait_s = self._delay_s * (0.5 + random.random() / 2)
+        self._delay_s = min(self._delay_s * 2, self._max_s)
+        return wait_s
+
+    def reset(self) -> None:
+        self._delay_s = self._initial_s
 
 
 class StopEvent(Protocol):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import random
 import socket
 import threading
 import time
@@ -37,6 +36,7 @@ import redis
 from aclarai.daemon.config import Config, WorkersSettings
 from aclarai.daemon.factory import Agents, build_local_agents, claim_idle_s, grader_of
 from aclarai.daemon.redis_link import (
+    Backoff,
     Entry,
     StopEvent,
     broker,
@@ -44,6 +44,7 @@ from aclarai.daemon.redis_link import (
     deliveries,
     ensure_group,
     entries_of,
+    put_back_delivery,
     redact,
     sleep,
     stop_signals,
@@ -72,8 +73,6 @@ from aclarai.parsers import (
 
 log = logging.getLogger(__name__)
 
-BACKOFF_INITIAL_S = 0.5
-BACKOFF_MAX_S = 30.0
 DEAD_MAXLEN = 10_000
 
 
@@ -205,7 +204,7 @@ class GradingWorker:
 
     def _loop(self, stop: StopEvent, pool: ThreadPoolExecutor, burst: bool) -> None:
         ready = down = model_down = False
-        delay = BACKOFF_INITIAL_S
+        backoff = Backoff()
         next_claim = 0.0
         claim_every_s = max(0.05, self._claim_idle_ms / 2000)
         while not stop.is_set():
@@ -215,14 +214,14 @@ class GradingWorker:
                     self._ensure_group()
                     own = self._read("0", None, max(1, self._free_slots()))
                     if down:
-                        # Reading them again counted a delivery the outage, not the job, caused.
-                        self._put_back_delivery([entry_id for entry_id, _ in own])
+                        self._outage_deliveries_back(own)
                     self._handle(own, pool, redelivered=True)
                     if down:
                         log.info("Redis at %s is reachable again", redact(self._url))
                     if model_down:
                         log.info("the model answers again; pending jobs graded")
-                    ready, down, model_down, delay = True, False, False, BACKOFF_INITIAL_S
+                    ready, down, model_down = True, False, False
+                    backoff.reset()
                     self._state = "working"
                 free = self._free_slots()
                 if not free:
@@ -248,8 +247,7 @@ class GradingWorker:
                         self.stats.broker_outages += 1
                 ready, down = False, True
                 self._state = "waiting for Redis"
-                sleep(stop, delay * (0.5 + random.random() / 2))
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                sleep(stop, backoff.next_s())
             except TransientError as exc:
                 if not model_down:
                     log.warning("model unavailable (%s); jobs stay pending, retrying", exc)
@@ -259,8 +257,7 @@ class GradingWorker:
                     return
                 ready, model_down = False, True
                 self._state = "waiting for the model"
-                sleep(stop, delay * (0.5 + random.random() / 2))
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                sleep(stop, backoff.next_s())
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
@@ -318,20 +315,17 @@ class GradingWorker:
                 break
         return handled
 
-    def _put_back_delivery(self, entry_ids: list[bytes]) -> None:
-        """Take back the delivery a read of this worker's own pending jobs counted."""
-        for entry_id in entry_ids:
+    def _outage_deliveries_back(self, entries: list[Entry]) -> None:
+        """Reading its own pending jobs again after a Redis outage counted a delivery the
+        outage, not the jobs, caused: take it back."""
+        for entry_id, _ in entries:
             count = deliveries(self._redis, self._url, self.stream, WORKERS_GROUP, entry_id)
-            with broker(self._url):
-                self._redis.xclaim(
-                    self.stream,
-                    WORKERS_GROUP,
-                    self.name,
-                    0,
-                    [entry_id],
-                    retrycount=max(count - 1, 0),
-                    justid=True,
-                )
+            self._put_back_delivery(entry_id, count)
+
+    def _put_back_delivery(self, entry_id: bytes, delivered: int) -> None:
+        put_back_delivery(
+            self._redis, self._url, self.stream, WORKERS_GROUP, self.name, entry_id, delivered
+        )
 
     def _keep_claimed(self) -> None:
         """Reset the idle time of the jobs in work here, so that a slow model call is not taken
@@ -404,16 +398,7 @@ class GradingWorker:
         except TransientError:
             # The model endpoint is away, which is not this job's fault: its delivery is put
             # back and the worker backs off (see _loop).
-            with broker(self._url):
-                self._redis.xclaim(
-                    self.stream,
-                    WORKERS_GROUP,
-                    self.name,
-                    0,
-                    [entry_id],
-                    retrycount=max(delivered - 1, 0),
-                    justid=True,
-                )
+            self._put_back_delivery(entry_id, delivered)
             raise
         except Exception as exc:
             error = f"grading failed: {type(exc).__name__}: {exc}"

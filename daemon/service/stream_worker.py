@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import socket
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ import redis
 
 from aclarai.daemon.config import Config, RedisSettings
 from aclarai.daemon.redis_link import (
+    Backoff,
     Entry,
     StopEvent,
     broker,
@@ -43,6 +43,7 @@ from aclarai.daemon.redis_link import (
     deliveries,
     ensure_group,
     entries_of,
+    put_back_delivery,
     redact,
     sleep,
     stop_signals,
@@ -57,8 +58,6 @@ from aclarai.parsers import BrokerUnavailable, PayloadError, TransientError
 
 logger = logging.getLogger(__name__)
 
-BACKOFF_INITIAL_S = 0.5
-BACKOFF_MAX_S = 30.0
 PAYLOAD_FIELD = b"payload"
 
 
@@ -144,7 +143,7 @@ class StreamWorker:
     def run(self, stop: StopEvent, *, burst: bool = False) -> WorkerStats:
         """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
         ready = down = model_down = False
-        delay = BACKOFF_INITIAL_S
+        backoff = Backoff()
         next_claim = 0.0
         claim_every_s = max(0.05, self._s.claim_idle_ms / 2000)
         while not stop.is_set():
@@ -156,7 +155,8 @@ class StreamWorker:
                         logger.info("Redis at %s is reachable again", redact(self._s.url))
                     if model_down:
                         logger.info("the model answers again; pending events evaluated")
-                    ready, down, model_down, delay = True, False, False, BACKOFF_INITIAL_S
+                    ready, down, model_down = True, False, False
+                    backoff.reset()
                 worked = 0
                 if self._clock() >= next_claim:
                     worked += self._reclaim(stop)
@@ -172,8 +172,7 @@ class StreamWorker:
                     logger.warning("Redis unavailable (%s); retrying with backoff", exc)
                     self.stats.broker_outages += 1
                 ready, down = False, True
-                sleep(stop, delay * (0.5 + random.random() / 2))
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                sleep(stop, backoff.next_s())
             except TransientError as exc:
                 # The model endpoint (Redis is BrokerUnavailable, above): events stay pending.
                 if not model_down:
@@ -182,8 +181,7 @@ class StreamWorker:
                 if burst:
                     return self.stats  # a drain-and-exit run does not wait for the model
                 ready, model_down = False, True
-                sleep(stop, delay * (0.5 + random.random() / 2))
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                sleep(stop, backoff.next_s())
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
@@ -287,16 +285,15 @@ class StreamWorker:
         except TransientError:
             # The model endpoint is away, which is not this entry's fault: it stays pending
             # with its delivery count put back, and the worker backs off (see run).
-            with broker(self._s.url):
-                self._redis.xclaim(
-                    self._s.stream,
-                    self._s.group,
-                    self.name,
-                    0,
-                    [entry_id],
-                    retrycount=max(deliveries - 1, 0),
-                    justid=True,
-                )
+            put_back_delivery(
+                self._redis,
+                self._s.url,
+                self._s.stream,
+                self._s.group,
+                self.name,
+                entry_id,
+                deliveries,
+            )
             raise
         except Exception as exc:
             error = f"evaluation failed: {type(exc).__name__}: {exc}"

@@ -44,7 +44,7 @@ from aclarai.agents import (
     as_read,
 )
 from aclarai.daemon.config import WorkersSettings
-from aclarai.daemon.redis_link import broker, entries_of, redact
+from aclarai.daemon.redis_link import Backoff, broker, entries_of, redact
 from aclarai.daemon.workers.roster import backlog, workers_seen
 from aclarai.daemon.workers.wire import (
     Job,
@@ -73,7 +73,6 @@ RECHECK_S = 5.0
 """How often a waiting job's key is looked for (a job lost with its key is published again)."""
 FIRST_NOTICE_S = 5.0
 NOTICE_EVERY_S = 30.0
-BACKOFF_MAX_S = 30.0
 CLOSE_WAIT_S = 0.2
 
 _PUBLISH = """
@@ -288,7 +287,7 @@ class RemoteGrading:
 
     def _read_results(self) -> None:
         ready = down = False
-        delay = 0.5
+        backoff = Backoff()
         while not self._closed.is_set():
             try:
                 if not ready:
@@ -301,7 +300,8 @@ class RemoteGrading:
                     self._primed.set()
                     if down:
                         log.info("Redis at %s is reachable again; grading resumes", self._where)
-                    ready, down, delay = True, False, 0.5
+                    ready, down = True, False
+                    backoff.reset()
                     self._broker_error = None
                 self._read(">", self._s.block_ms)
                 self._housekeeping()
@@ -319,8 +319,7 @@ class RemoteGrading:
                 elif not (isinstance(exc, redis.ResponseError) and "NOGROUP" in str(exc)):
                     log.exception("reading grading results failed; retrying")
             ready = False
-            self._closed.wait(delay)
-            delay = min(delay * 2, BACKOFF_MAX_S)
+            self._closed.wait(backoff.next_s())
 
     @property
     def _where(self) -> str:

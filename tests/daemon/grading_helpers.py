@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import uuid
@@ -24,7 +23,7 @@ import redis
 import yaml
 
 from aclarai.daemon.workers.wire import dead_letter_stream, roster_key
-from tests.fixtures.processes import dies_with_us
+from tests.fixtures.processes import dies_with_us, terminate
 
 CLI = (sys.executable, "-m", "aclarai.daemon.cli")
 STOP_TIMEOUT_S = 20.0
@@ -97,13 +96,7 @@ def start_aclarai(
 
 def stop(process: subprocess.Popen[bytes]) -> int:
     """SIGTERM (what a service manager sends) and wait; SIGKILL if it lingers."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    terminate(process, STOP_TIMEOUT_S)
     return process.returncode
 
 

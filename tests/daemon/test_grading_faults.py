@@ -42,8 +42,7 @@ from tests.daemon.grading_helpers import (
     write_config,
 )
 from tests.daemon.test_resync_llm import CLAIMS, KEY_ENV, NOTES, responder
-from tests.fixtures.processes import dies_with_us, free_port, terminate
-from tests.fixtures.redis_server import REDIS_SERVER, RedisServer
+from tests.fixtures.redis_server import RedisServer
 from tests.fixtures.tcp_proxy import tcp_proxy
 
 WAIT_S = 60.0
@@ -77,54 +76,6 @@ def vault_bytes(root: Path) -> dict[str, bytes]:
 
 def delayed(respond: Callable[[Recorded], Reply]) -> Callable[[Recorded], Reply]:
     return lambda request: dataclasses.replace(respond(request), delay_s=MODEL_DELAY_S)
-
-
-@dataclasses.dataclass
-class AofRedis:
-    """A redis-server with its append-only file on and fsynced on every write, so that a kill
-    loses nothing; ``kill()`` then ``start()`` brings it back on the same port with its data.
-
-    (:class:`tests.fixtures.redis_server.RedisServer` runs without persistence.)
-    """
-
-    directory: Path
-    port: int = dataclasses.field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        command = [
-            REDIS_SERVER,
-            *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory)),
-            *("--appendonly", "yes", "--appendfsync", "always", "--save", ""),
-        ]
-        self.process = subprocess.Popen(
-            command,
-            cwd=self.directory,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=dies_with_us(),
-        )
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
-        try:
-            wait_until(lambda: self._answers(client), timeout_s=WAIT_S)
-        finally:
-            client.close()
-
-    def _answers(self, client: redis.Redis) -> bool:
-        assert self.process is not None and self.process.poll() is None, "redis-server exited"
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
 
 
 @dataclasses.dataclass
@@ -238,18 +189,20 @@ def faults(
 
 
 @pytest.fixture
-def aof_faults(tmp_path: Path, llm_server: ScriptedLLMServer) -> Iterator[tuple[Faults, AofRedis]]:
+def aof_faults(
+    tmp_path: Path, llm_server: ScriptedLLMServer
+) -> Iterator[tuple[Faults, RedisServer]]:
     """Like ``faults``, on a redis-server of the test's own that it may kill and start again."""
     directory = tmp_path / "redis"
     directory.mkdir()
-    server = AofRedis(directory)
+    server = RedisServer(directory, append_only=True)
     server.start()
     client = redis.Redis.from_url(server.url)
     try:
         yield Faults(tmp_path, server.url, unique_prefix(), client, llm_server), server
     finally:
         client.close()
-        terminate(server.process, 10.0)
+        server.stop()
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -346,7 +299,7 @@ def assert_one_outage(worker: Worker) -> None:
 
 
 def test_redis_restarted_from_its_append_only_file_mid_run(
-    aof_faults: tuple[Faults, AofRedis],
+    aof_faults: tuple[Faults, RedisServer],
 ) -> None:
     faults, server = aof_faults
     config = faults.config()

@@ -38,6 +38,7 @@ from aclarai.parsers import PayloadError, parse_note
 from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.daemon.conftest import note_text, wait_until
 from tests.daemon.grading_helpers import (
+    Worker,
     aclarai,
     dead_letters,
     entries,
@@ -258,6 +259,27 @@ class Grading:
         """The work stream of each worker that has written a heartbeat, by name."""
         return heartbeat_streams(self.client, self.prefix)
 
+    def worker_stream(self, worker: Worker) -> str:
+        """The work stream of ``worker``, once its first heartbeat says it."""
+        wait_until(lambda: worker.name in self.worker_streams(), timeout_s=WAIT_S)
+        return self.worker_streams()[worker.name]
+
+    def start_resync(
+        self,
+        vault: Path,
+        config: Path,
+        log: Path,
+        *,
+        state_dir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        first: tuple[str, ...] = (),
+    ) -> subprocess.Popen[bytes]:
+        """``aclarai [first…] resync VAULT --redis URL`` in the background, into ``log``."""
+        return start_aclarai(
+            *first, "resync", str(vault), "--redis", self.url,
+            config=config, state_dir=state_dir or self.state("remote"), log=log, env=env,
+        )  # fmt: skip
+
 
 @pytest.fixture
 def grading(tmp_path: Path, redis_server: RedisServer) -> Iterator[Grading]:
@@ -373,10 +395,7 @@ def test_without_a_worker_resync_waits_and_says_so_then_a_worker_finishes_it(
     resync(local, config=config, state_dir=grading.state("local"))
     untouched = (remote / "standup.md").read_bytes()
     log = grading.root / "resync.log"
-    process = start_aclarai(
-        "resync", str(remote), "--redis", grading.url,
-        config=config, state_dir=grading.state("remote"), log=log,
-    )  # fmt: skip
+    process = grading.start_resync(remote, config, log)
     try:
         wait_until(lambda: "waiting for grading workers" in output(log), timeout_s=WAIT_S)
         [notice] = [line for line in output(log).splitlines() if "waiting for grading" in line]
@@ -399,8 +418,7 @@ def test_a_malformed_or_misaddressed_job_is_dead_lettered_and_acknowledged(
     config = grading.config()
     reply_to = f"{grading.prefix}:results:test"
     with running_workers(1, redis_url=grading.url, config=config, root=grading.root) as [worker]:
-        wait_until(lambda: worker.name in grading.worker_streams(), timeout_s=WAIT_S)
-        stream = grading.worker_streams()[worker.name]
+        stream = grading.worker_stream(worker)
         misaddressed = extract_job(grader="someone-else@1+model", reply_to=reply_to)
         client = grading.client
         client.xadd(stream, {"payload": b"not json"})
@@ -431,8 +449,7 @@ def test_a_job_that_is_json_but_not_an_object_is_dead_lettered_and_the_worker_li
 ) -> None:
     config = grading.config()
     with running_workers(1, redis_url=grading.url, config=config, root=grading.root) as [worker]:
-        wait_until(lambda: worker.name in grading.worker_streams(), timeout_s=WAIT_S)
-        stream = grading.worker_streams()[worker.name]
+        stream = grading.worker_stream(worker)
         grading.client.xadd(stream, {"payload": b"[1, 2]"})
         wait_until(
             lambda: (
@@ -455,10 +472,7 @@ def test_a_result_that_is_json_but_not_an_object_is_dropped(grading: Grading) ->
     grading.client.xadd(stream, {"payload": b'"not a result"'})
     log = grading.root / "resync.log"
     with running_workers(1, redis_url=grading.url, config=config, root=grading.root):
-        process = start_aclarai(
-            "resync", str(remote), "--redis", grading.url,
-            config=config, state_dir=state_dir, log=log,
-        )  # fmt: skip
+        process = grading.start_resync(remote, config, log, state_dir=state_dir)
         try:
             stuck = "reading grading results failed"
             wait_until(lambda: process.poll() is not None or stuck in output(log), timeout_s=WAIT_S)
@@ -495,10 +509,7 @@ def test_a_job_that_kills_its_worker_is_dead_lettered_and_the_resync_finishes(
         "w1", redis_url=grading.url, config=config, root=grading.root, args=["--jobs", "1"],
         env=LLM_ENV,
     )  # fmt: skip
-    process = start_aclarai(
-        "resync", str(vault), "--redis", grading.url,
-        config=config, state_dir=grading.state("remote"), log=log, env=LLM_ENV,
-    )  # fmt: skip
+    process = grading.start_resync(vault, config, log, env=LLM_ENV)
     try:
         wait_until(lambda: len(llm_server.chat_requests) >= 1, timeout_s=WAIT_S)
         first.process.kill()  # dies in the middle of the job, as on an out-of-memory kill
@@ -571,10 +582,7 @@ def test_publishing_waits_while_the_backlog_is_full(grading: Grading) -> None:
     local, remote = grading.vault("local"), grading.vault("remote")
     resync(local, config=config, state_dir=grading.state("local"))
     log = grading.root / "resync.log"
-    process = start_aclarai(
-        "--log-level", "INFO", "resync", str(remote), "--redis", grading.url,
-        config=config, state_dir=grading.state("remote"), log=log,
-    )  # fmt: skip
+    process = grading.start_resync(remote, config, log, first=("--log-level", "INFO"))
     seen: list[int] = []
 
     def sample() -> int:
@@ -631,10 +639,7 @@ def test_a_worker_takes_over_no_more_jobs_than_its_free_slots(grading: Grading) 
     local, remote = grading.vault("local"), grading.vault("remote")
     resync(local, config=config, state_dir=grading.state("local"))
     log = grading.root / "resync.log"
-    process = start_aclarai(
-        "resync", str(remote), "--redis", grading.url,
-        config=config, state_dir=grading.state("remote"), log=log,
-    )  # fmt: skip
+    process = grading.start_resync(remote, config, log)
     try:
         wait_until(lambda: stream_entries(grading.client, grading.prefix, "work"), timeout_s=WAIT_S)
         [stream] = streams(grading.client, grading.prefix, "work")
@@ -660,8 +665,7 @@ def test_a_job_that_cannot_be_read_is_answered_so_its_daemon_does_not_wait(
     reply_to = f"{grading.prefix}:results:test"
     raw = json.dumps({"v": 1, "kind": "shred", "reply_to": reply_to}).encode()
     with running_workers(1, redis_url=grading.url, config=config, root=grading.root) as [worker]:
-        wait_until(lambda: worker.name in grading.worker_streams(), timeout_s=WAIT_S)
-        stream = grading.worker_streams()[worker.name]
+        stream = grading.worker_stream(worker)
         grading.client.set(job_key(grading.prefix, key_of(raw)), reply_to)
         grading.client.xadd(stream, {"payload": raw})
         wait_until(lambda: grading.client.xlen(reply_to) == 1, timeout_s=WAIT_S)
@@ -685,10 +689,7 @@ def test_a_result_for_text_edited_meanwhile_is_dropped_and_the_block_graded_agai
     edit_standup(local)
     resync(local, config=config, state_dir=grading.state("local"))
     log = grading.root / "resync.log"
-    process = start_aclarai(
-        "resync", str(remote), "--redis", grading.url,
-        config=config, state_dir=grading.state("remote"), log=log,
-    )  # fmt: skip
+    process = grading.start_resync(remote, config, log)
     try:
         wait_until(
             lambda: len(stream_entries(grading.client, grading.prefix, "work")) == 3,

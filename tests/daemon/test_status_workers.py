@@ -21,6 +21,7 @@ import redis
 
 from aclarai.daemon.workers.roster import Heartbeat, beat, workers_seen
 from tests.daemon.conftest import note_text, wait_until
+from tests.daemon.test_status_liveness import aclarai
 from tests.fixtures.processes import dies_with_us, free_port, terminate
 from tests.fixtures.redis_server import RedisServer
 
@@ -35,19 +36,6 @@ NOTES = {
     ),
     "b.md": note_text([("blk-w3", "erin: The database migration took 40 minutes on Friday.")]),
 }
-
-
-def aclarai(
-    *args: str, env: Mapping[str, str], timeout_s: float = WAIT_S
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", *args],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
 
 
 def spawn(*args: str, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
