@@ -292,6 +292,7 @@ def build_local_agents(
         cache=eval_cache,
         mode=config.model.llm.mode,
         tools=tools,
+        lexical_share=config.model.llm.lexical_share,
     )
     closers = [client.close, extract_cache.close, eval_cache.close, extractor.close]
     return Agents(

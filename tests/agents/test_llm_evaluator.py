@@ -18,6 +18,7 @@ from aclarai.agents.embeddings import HashingEmbedder
 from aclarai.agents.llm.agents import TOP_LOGPROBS, LLMEvaluator, RoleModels
 from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.llm.prompts import DATA_RULE, PromptLibrary
+from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.tools import build_tool_factory
@@ -407,6 +408,46 @@ def test_prompt_version_change_misses_the_cache(
 
     assert len(llm_server.chat_requests) == 2
     assert second.model_id != first.model_id
+
+
+def test_lexical_share_mixes_the_offline_probability_into_the_grade(
+    llm_server: ScriptedLLMServer, make_evaluator: Callable[..., LLMEvaluator]
+) -> None:
+    llm_server.responder = grades_responder(4)
+    items = [*ITEMS, EvalItem("The bridge was painted green in 2003.", SOURCE_B)]
+    lexical = [s.entailed_score for s in OfflineEvaluator().evaluate_batch(items)]
+
+    mixed = make_evaluator(lexical_share=0.3).evaluate_batch(items)
+
+    for item, score, offline in zip(items, mixed, lexical, strict=True):
+        assert offline is not None
+        assert score.entailed_score == round(0.7 * 0.75 + 0.3 * offline, 3)
+        assert (score.coverage_score, score.decontextualization_score) == _lexical(item)
+        assert score.justification is not None
+        assert f"4.0 of 5; the offline scorer gives it {offline:.2f}" in score.justification
+    assert mixed[0].verdict == "supported" and mixed[-1].verdict == "weakly_supported"
+    assert lexical[0] > 0.8 > 0.2 > lexical[-1], "the share moves with the words"
+
+
+def test_the_share_changes_the_scores_identity_not_what_is_cached(
+    llm_server: ScriptedLLMServer,
+    make_evaluator: Callable[..., LLMEvaluator],
+    make_cache: Callable[..., ResultCache],
+) -> None:
+    llm_server.responder = grades_responder(5)
+    alone = make_evaluator(cache=make_cache())
+    mixed = make_evaluator(cache=make_cache(), lexical_share=0.5)
+    in_per_agent_mode = make_evaluator(mode="per_agent", lexical_share=0.5)
+
+    assert [s.entailed_score for s in alone.evaluate_batch(ITEMS)] == [1.0] * len(ITEMS)
+    scores = mixed.evaluate_batch(ITEMS)
+
+    assert len(llm_server.chat_requests) == 2, "the model's grades came from the cache"
+    assert all(s.entailed_score is not None and s.entailed_score < 1.0 for s in scores)
+    assert len({alone.model_id, mixed.model_id, make_evaluator(lexical_share=0.3).model_id}) == 3
+    assert in_per_agent_mode.model_id == make_evaluator(mode="per_agent").model_id
+    with pytest.raises(ValueError, match="lexical_share"):
+        make_evaluator(lexical_share=1.5)
 
 
 def test_claims_per_call_splits_big_blocks(

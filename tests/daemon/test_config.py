@@ -57,6 +57,9 @@ def test_unknown_env_key_and_bad_values_are_errors() -> None:
         load_config(env={"ACLARAI_GRAPH__BAKEND": "neo4j"})
     with pytest.raises(ConfigError, match=r"graph\.backend"):
         load_config(env={"ACLARAI_GRAPH__BACKEND": "mongodb"})
+    with pytest.raises(ConfigError, match=r"model\.llm\.lexical_share"):
+        load_config(env={"ACLARAI_MODEL__LLM__LEXICAL_SHARE": "1.5"})
+    assert load_config(env={"ACLARAI_MODEL__LLM__LEXICAL_SHARE": "0"}).model.llm.lexical_share == 0
 
 
 def test_state_dir_outside_the_vault_keyed_by_vault_path(tmp_path: Path) -> None:

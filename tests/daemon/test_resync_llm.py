@@ -14,13 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from aclarai.agents import EvalItem
+from aclarai.agents.offline import OfflineEvaluator
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
-from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.config import Config, LLMSettings, load_config
 from aclarai.daemon.factory import build_store
 from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.graph import StoredClaim
 from aclarai.parsers import SCORE_NAMES, parse_note
+from aclarai.parsers.grammar import format_score_value
 from tests.agents.scripted_llm import (
     Recorded,
     Reply,
@@ -156,18 +159,25 @@ def note_scores(vault: Path) -> dict[str, dict[str, float]]:
 
 
 def graded(block_id: str, claim: str, grade: int) -> tuple[float, float, float]:
-    """A claim's scores when the model grades it ``grade``: the entailment from the grade, the
-    coverage and decontextualization from the offline agents' lexical checks on its block."""
+    """A claim's scores when the model grades it ``grade``: the entailment from the grade with the
+    default share of the offline scorer's, the coverage and decontextualization from the offline
+    agents' lexical checks on its block."""
+    share = LLMSettings().lexical_share
+    [lexical] = OfflineEvaluator().evaluate_batch([EvalItem(claim=claim, source=BLOCKS[block_id])])
+    assert lexical.entailed_score is not None
     return (
-        (grade - 1) / 4,
+        round((1 - share) * (grade - 1) / 4 + share * lexical.entailed_score, 3),
         coverage(claim, BLOCKS[block_id]).score,
         decontextualization(claim, BLOCKS[block_id], ()).score,
     )
 
 
 def weakest(scores: list[tuple[float, float, float]]) -> dict[str, float]:
-    """What a block's score comment shows: each score's lowest over its claims."""
-    return {name: min(s[i] for s in scores) for i, name in enumerate(SCORE_NAMES)}
+    """What a block's score comment shows: each score's lowest over its claims, as written."""
+    return {
+        name: float(format_score_value(min(s[i] for s in scores)))
+        for i, name in enumerate(SCORE_NAMES)
+    }
 
 
 def scores_of(claim: StoredClaim) -> tuple[float | None, ...]:
@@ -247,7 +257,9 @@ def test_reevaluate_rescores_every_claim_without_extracting_again(
         for block_id, found in stored_claims(config, vault).items()
         for c in found
     )
-    assert note_scores(vault)["blk-b1"]["entailed_score"] == 0.5
+    assert note_scores(vault)["blk-b1"] == weakest(
+        [graded("blk-b1", c, 3) for c in CLAIMS["blk-b1"]]
+    )
     assert again.drain.files_written == 2
 
 

@@ -36,7 +36,7 @@ from tests.daemon.test_resync_llm import CLAIMS, NOTES, graded, responder
 from tests.daemon.test_resync_llm import llm_env as scripted_env
 
 ERIN = ("blk-c1", "erin: The database migration took 40 minutes on Friday.")
-LOW_GRADE = 2
+LOW_GRADE = 1
 
 
 def quality(scores: tuple[float, float, float]) -> float:
@@ -44,9 +44,9 @@ def quality(scores: tuple[float, float, float]) -> float:
 
 
 LOW = {claim: quality(graded("blk-a1", claim, LOW_GRADE)) for claim in CLAIMS["blk-a1"]}
-"""Quality of each bridge claim under :func:`bridge_scored_low` (0.50 and 0.63)."""
+"""Quality of each bridge claim under :func:`bridge_scored_low` (0.63 and 0.48)."""
 HIGH = min(quality(graded(b, c, 5)) for b, texts in CLAIMS.items() if b != "blk-a1" for c in texts)
-"""Quality of every other claim (~0.90)."""
+"""Quality of every other claim (~0.99)."""
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def add_block(vault: Path, block: tuple[str, str]) -> None:
 
 
 def bridge_scored_low() -> Callable[[Recorded], Reply]:
-    """Grades the claims of the bridge block 2 of 5, every other claim 5."""
+    """Grades the claims of the bridge block 1 of 5, every other claim 5."""
     low = grades_responder(LOW_GRADE)
     high = grades_responder(5)
 
