@@ -12,10 +12,10 @@ the entailment of all its claims at once, one token each (``{"c1": 5, "c2": 2}``
 expected grade where the server gives logprobs); coverage (names, numbers, dates kept) and
 decontextualization (pronouns, vague references) are the lexical checks of the offline agents,
 which a small model does no better and which would triple the tokens it writes. The entailment
-score itself mixes in ``lexical_share`` of the offline scorer's probability: a model and a lexical
-scorer go wrong on different pairs, and on held-out TRUE pairs the mix ranks claims better than a
-1.5B model alone on every set (``model.llm.lexical_share``, 0.3 by default). ``per_agent``
-follows the one-agent-per-score design: an entailment, a coverage and a decontextualization
+score mixes in ``lexical_share`` of the offline scorer's probability: a model and a lexical scorer
+go wrong on different pairs, and on pairs the offline model was not fitted on the mix ranks claims
+better than a 1.5B model alone (``model.llm.lexical_share``). ``per_agent`` follows the
+one-agent-per-score design: an entailment, a coverage and a decontextualization
 agent, plus the verification agent, per claim, the decontextualization agent shown the claim's
 nearest utterances from the ``vector_search_utterances`` tool when its role has it.
 
@@ -295,8 +295,8 @@ class LLMEvaluator(Evaluator):
     ) -> None:
         if mode not in ("combined", "per_agent"):
             raise ValueError(f"unknown evaluation mode {mode!r}")
-        if not 0.0 <= lexical_share <= 1.0:
-            raise ValueError(f"lexical_share must be within 0..1, not {lexical_share}")
+        if not 0.0 <= lexical_share < 1.0:
+            raise ValueError(f"lexical_share must be at least 0 and below 1, not {lexical_share}")
         library = prompts or PromptLibrary()
         self._client = client
         self._models = models
@@ -323,7 +323,7 @@ class LLMEvaluator(Evaluator):
         # the scores (``model_id``) does include it.
         self._asked = _short_hash(mode, *(p.key for p in self._prompts.values()))
         self.version = (
-            f"{self._asked}+lex{self._lexical_share:g}.{self._lexical.version}"
+            f"{self._asked}+lex{self._lexical_share!r}.{self._lexical.version}"
             if self._lexical is not None
             else self._asked
         )
@@ -334,9 +334,10 @@ class LLMEvaluator(Evaluator):
         return f"{self.name}-{self._mode}:{models}@{self.version}"
 
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
+        given = items
         items = as_read(items)
         if self._mode == "combined":
-            return self._evaluate_combined(items)
+            return self._evaluate_combined(items, given)
         results: list[Score | None] = [None] * len(items)
         keys = [self._key(item) for item in items]
         pending: list[int] = []
@@ -380,10 +381,13 @@ class LLMEvaluator(Evaluator):
             top_k,
         )
 
-    def _evaluate_combined(self, items: Sequence[EvalItem]) -> list[Score]:
+    def _evaluate_combined(
+        self, items: Sequence[EvalItem], given: Sequence[EvalItem]
+    ) -> list[Score]:
         """One call per block's claims; only the model's grade is cached, under the context the
         prompt showed, so the lexical scores follow their rules and a far neighbour's edit costs
-        no call."""
+        no call. ``items`` are ``given`` as read; the offline scorer reads ``given`` itself, so it
+        scores the text the model saw (reading is not idempotent)."""
         shown = [
             replace(item, context=tuple(t for t in nearest_first(item.context, CONTEXT_CHARS) if t))
             for item in items
@@ -413,14 +417,14 @@ class LLMEvaluator(Evaluator):
                 grades[keys[i]] = grade
                 if self._cache is not None and isinstance(grade, float):
                     self._cache.put(keys[i], {"grade": grade})
-        lexical: list[float | None] = (
-            [s.entailed_score for s in self._lexical.evaluate_batch(items)]
-            if self._lexical is not None
-            else [None] * len(items)
-        )
+        lexical: dict[int, Score] = {}
+        if self._lexical is not None:
+            graded = [i for i, key in enumerate(keys) if isinstance(grades[key], float)]
+            scored = self._lexical.evaluate_batch([given[i] for i in graded])
+            lexical = dict(zip(graded, scored, strict=True))
         return [
-            _graded(item, grades[key], lexical=lex, share=self._lexical_share)
-            for item, key, lex in zip(items, keys, lexical, strict=True)
+            _graded(item, grades[key], lexical=lexical.get(i), share=self._lexical_share)
+            for i, (item, key) in enumerate(zip(items, keys, strict=True))
         ]
 
     def _groups(self, pending: list[tuple[int, EvalItem]]) -> list[list[tuple[int, EvalItem]]]:
@@ -518,19 +522,23 @@ class LLMEvaluator(Evaluator):
 
 
 def _graded(
-    item: EvalItem, grade: float | EvaluationError, *, lexical: float | None, share: float
+    item: EvalItem, grade: float | EvaluationError, *, lexical: Score | None, share: float
 ) -> Score:
     """The claim's scores from the model's entailment grade and the lexical agents: entailment is
-    the grade with ``share`` of the offline scorer's probability ``lexical`` mixed in (the grade
-    alone where that is ``None``)."""
+    the grade with ``share`` of the offline scorer's probability (``lexical``) mixed in; the grade
+    alone where no offline score is asked for (``None``) or it could not be had."""
     if isinstance(grade, EvaluationError):
         return _failed(grade)
-    graded = unit_score(grade)
-    entailed = graded if lexical is None else round((1 - share) * graded + share * lexical, 3)
+    entailed = unit_score(grade)
+    lexically = ""
+    if lexical is not None and lexical.entailed_score is not None:
+        entailed = round((1 - share) * entailed + share * lexical.entailed_score, 3)
+        lexically = f"; the offline scorer gives it {lexical.entailed_score:.2f}"
+    elif lexical is not None:
+        lexically = f"; the offline scorer could not score it ({lexical.status})"
     covered = coverage(item.claim, item.source)
     verdict = grade_verdict(entailed)
     label = verdict.replace("_", " ").capitalize()
-    lexically = "" if lexical is None else f"; the offline scorer gives it {lexical:.2f}"
     return Score(
         entailed_score=entailed,
         coverage_score=covered.score,
@@ -549,8 +557,8 @@ def _claim_line(claim: str) -> str:
 
 
 def grade_verdict(entailed: float) -> str:
-    """The verdict an entailment score of a graded claim gives: 4 of 5 or more is supported,
-    from 2.5 weakly supported."""
+    """The verdict a graded claim's entailment score gives: from 0.75 (a grade of 4 of 5 with no
+    offline share) supported, from 0.375 weakly supported."""
     if entailed >= SUPPORTED_FROM:
         return "supported"
     if entailed >= WEAKLY_SUPPORTED_FROM:

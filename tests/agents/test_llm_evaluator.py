@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aclarai.agents.base import EvalItem, Score, Utterance
+from aclarai.agents.base import EvalItem, Score, Utterance, as_read
 from aclarai.agents.cache import ResultCache
 from aclarai.agents.embeddings import HashingEmbedder
 from aclarai.agents.llm.agents import TOP_LOGPROBS, LLMEvaluator, RoleModels
@@ -443,11 +443,37 @@ def test_the_share_changes_the_scores_identity_not_what_is_cached(
     scores = mixed.evaluate_batch(ITEMS)
 
     assert len(llm_server.chat_requests) == 2, "the model's grades came from the cache"
-    assert all(s.entailed_score is not None and s.entailed_score < 1.0 for s in scores)
+    lexical = OfflineEvaluator().evaluate_batch(ITEMS)
+    assert [s.entailed_score for s in scores] == [
+        round(0.5 + 0.5 * (offline.entailed_score or 0.0), 3) for offline in lexical
+    ]
     assert len({alone.model_id, mixed.model_id, make_evaluator(lexical_share=0.3).model_id}) == 3
     assert in_per_agent_mode.model_id == make_evaluator(mode="per_agent").model_id
     with pytest.raises(ValueError, match="lexical_share"):
-        make_evaluator(lexical_share=1.5)
+        make_evaluator(lexical_share=1.0)
+
+
+def test_the_share_reads_the_claim_as_the_model_did_and_keeps_failures_null(
+    llm_server: ScriptedLLMServer, make_evaluator: Callable[..., LLMEvaluator]
+) -> None:
+    llm_server.responder = grades_responder(5)
+    # Reading is not idempotent: read twice, the escaped link below would become "Malmo".
+    marked = EvalItem(r"The bridge links \[[Copenhagen|Malmo]].", "The bridge links Malmo.")
+    wordless = EvalItem("The bridge opened in 1998.", "— · —")
+    [read] = OfflineEvaluator().evaluate_batch([marked])
+    [read_twice] = OfflineEvaluator().evaluate_batch(as_read([marked]))
+    assert read.entailed_score is not None and read_twice.entailed_score is not None
+    assert read.entailed_score < read_twice.entailed_score - 0.1
+
+    scores = make_evaluator(lexical_share=0.3).evaluate_batch([marked, wordless])
+
+    assert scores[0].entailed_score == round(0.7 + 0.3 * read.entailed_score, 3)
+    assert scores[1].entailed_score == 1.0, "no offline score: the model's grade alone"
+    assert scores[1].justification is not None
+    assert "the offline scorer could not score it (source has no words)" in scores[1].justification
+    llm_server.responder = lambda _request: status(500)
+    failed = make_evaluator(lexical_share=0.3).evaluate(marked)
+    assert (failed.entailed_score, failed.coverage_score) == (None, None)
 
 
 def test_claims_per_call_splits_big_blocks(
