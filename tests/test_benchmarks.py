@@ -226,7 +226,8 @@ TINY: dict[str, Tiny] = {
                 for name in ("frank", "summeval")
             ),
             *(
-                rf"^{name} +ours +6 +({N}|-) +\d+ +{N} +\d+ +{N} +{N} +{N} +{N}x$"
+                rf"^{name} +ours +6 +({N}|-) +\d+ +{N} +\d+ +{N} +{N} +{N} +{N}x"
+                rf"( +[+-]{N} \([+-]{N}, [+-]{N}\))?$"
                 for name in ("frank", "summeval")
             ),
             r"^wrote .*bench\.json$",
@@ -452,6 +453,24 @@ def test_the_bench_baseline_reads_a_score_or_counts_a_failure(
     content: str, score: float | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert benchmark_module("llm_bench", monkeypatch).parse_score(content) == score
+
+
+def test_the_bench_gives_ours_minus_the_baseline_with_a_paired_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paired_difference = benchmark_module("llm_bench", monkeypatch).paired_difference
+    labels = [True, False] * 20
+    perfect = [0.9 if label else 0.1 for label in labels]
+    coin = [0.5 + 0.01 * (i % 7) for i in range(len(labels))]
+
+    better = paired_difference(labels, perfect, coin)
+    assert better is not None
+    difference, low, high = better
+    assert 0 < low <= difference <= high <= 1
+    assert paired_difference(labels, coin, coin) == (0.0, 0.0, 0.0)
+    # Failed pairs on either side are left out, and one label left is no figure.
+    assert paired_difference(labels, [*perfect[:-1], None], perfect) == (0.0, 0.0, 0.0)
+    assert paired_difference([True, True], [0.1, 0.2], [0.3, 0.4]) is None
 
 
 def test_the_bench_counts_cached_tokens_as_openai_or_llama_cpp_report_them(

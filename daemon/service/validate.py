@@ -61,6 +61,9 @@ class ValidationReport:
     threshold: float | None = None
     usage: dict[str, int] | None = None
     """The model endpoint's counters after the run; ``None`` for the offline backend."""
+    claim_scores: list[float | None] = field(default_factory=list)
+    """Each claim pair's entailment score, in the file's order (``None``: failed), so a caller
+    can compare evaluators pair by pair."""
 
     @property
     def headlines(self) -> dict[str, float | None]:
@@ -86,6 +89,7 @@ class ValidationReport:
             "passed": self.passed,
             "errors": self.errors,
             "usage": self.usage,
+            "claim_scores": self.claim_scores,
         }
 
 
@@ -132,11 +136,14 @@ def validate(
         except ValueError as exc:
             errors.append(f"line {line.number}: {exc}")
     answers = _answers(events, core, workers, errors) if events else None
-    claims = _claims(pairs, core, claim_threshold) if pairs else None
+    scores = _claim_scores(pairs, core) if pairs else []
+    claims = (
+        claim_agreement([label for _, label in pairs], scores, claim_threshold) if pairs else None
+    )
     if answers is None and claims is None:
         raise AclaraiError("no labelled line could be used: " + ("; ".join(errors[:3]) or "empty"))
     usage = None if core.usage is None else core.usage.snapshot()
-    return ValidationReport(answers, claims, errors, threshold, usage)
+    return ValidationReport(answers, claims, errors, threshold, usage, scores)
 
 
 def _human_verdict(record: dict[str, Any]) -> str:
@@ -170,14 +177,12 @@ def _answers(
     return answer_agreement(human, predicted)
 
 
-def _claims(
-    pairs: list[tuple[EvalItem, bool]], core: ServiceCore, threshold: float
-) -> ClaimAgreement:
+def _claim_scores(pairs: list[tuple[EvalItem, bool]], core: ServiceCore) -> list[float | None]:
     scores: list[float | None] = []
     for start in range(0, len(pairs), CLAIM_CHUNK):
         chunk = [item for item, _ in pairs[start : start + CLAIM_CHUNK]]
         scores.extend(score.entailed_score for score in core.evaluator.evaluate_batch(chunk))
-    return claim_agreement([label for _, label in pairs], scores, threshold)
+    return scores
 
 
 def format_report(report: ValidationReport) -> str:

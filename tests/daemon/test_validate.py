@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aclarai.agents import answer_agreement, claim_agreement
+from aclarai.agents import EvalItem, answer_agreement, claim_agreement
 from aclarai.daemon.service.answer_batch import run_event_batch
 from aclarai.daemon.service.core import ServiceCore, build_service_core
 from aclarai.daemon.service.validate import claim_label, validate
@@ -131,6 +131,9 @@ def test_validate_on_the_vendored_human_labels(core: ServiceCore) -> None:
     )
     report = validate(lines, core, claim_threshold=0.7, threshold=0.7)
     assert report.claims is not None and report.claims.n == len(rows) == 240
+    items = [EvalItem(r["generated_text"], r["grounding"]) for r in rows]
+    scored = [s.entailed_score for s in core.evaluator.evaluate_batch(items)]
+    assert report.as_dict()["claim_scores"] == report.claim_scores == scored, "in the file's order"
     assert report.claims.auroc is not None and report.claims.auroc > 0.75
     assert report.passed
     strict = validate(lines, core, claim_threshold=0.7, threshold=0.99)
