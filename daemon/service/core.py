@@ -49,7 +49,10 @@ logger = logging.getLogger(__name__)
 MODEL_RETRY_AFTER_S = 30.0
 """What ``Retry-After`` asks of a client while the model endpoint is unreachable."""
 
-NonBlank = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+# Not \S alone: str.strip(), which the agents use, also strips the separators U+001C to U+001F,
+# which are no whitespace to Unicode, so a text of them would pass here and then be empty.
+NonBlank = Annotated[str, Field(min_length=1, pattern=r"[^\s\x1c-\x1f]")]
 
 
 class _Wire(BaseModel):

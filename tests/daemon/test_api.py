@@ -209,8 +209,11 @@ def test_verify_gives_a_verdict_per_claim(api: httpx.Client) -> None:
     }
 
 
-def test_verify_refuses_a_claim_without_text(api: httpx.Client) -> None:
-    response = api.post("/api/v1/verify", json={"evidence": [{"claim": {}, "documents": []}]})
+@pytest.mark.parametrize("claim", [{}, {"text": " "}, {"text": "\u001e"}, {"text": "\u001c\u001f"}])
+def test_verify_refuses_a_claim_without_text(api: httpx.Client, claim: dict[str, str]) -> None:
+    # U+001C..U+001F are no whitespace to Unicode's \S but are to str.strip(): a 500 once.
+    evidence = [{"claim": claim, "documents": [{"content": "x"}]}]
+    response = api.post("/api/v1/verify", json={"evidence": evidence})
     assert response.status_code == 422
     assert "evidence.0.claim.text" in response.json()["detail"]
 

@@ -34,7 +34,9 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
     make_vault: Callable[[Mapping[str, str]], Path],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    config = load_config(env=llm_env(tmp_path, llm_server))
+    # The model's grade alone: a 5 reads 1.0 whatever the offline scorer says of the edited text.
+    env = {**llm_env(tmp_path, llm_server), "ACLARAI_MODEL__LLM__LEXICAL_SHARE": "0"}
+    config = load_config(env=env)
     vault = make_vault(NOTES)
     state = config.state_dir_for(vault)
     store, queue = build_store(config, state), build_queue(config, state)
