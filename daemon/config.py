@@ -71,9 +71,9 @@ class LLMSettings(_Section):
     mode: Literal["combined", "per_agent"] = "combined"
     lexical_share: float = Field(0.3, ge=0, lt=1)
     """In combined mode, the share of a claim's entailment score taken from the offline scorer,
-    the rest from the model's grade; 0: the model alone. The two go wrong on different pairs: on
-    labelled pairs the offline model was not fitted on, 0.3 ranks claims better than a 1.5B model
-    alone (README, "A small local model")."""
+    the rest from the model's grade; 0: the model alone. The two go wrong on different pairs: with
+    a 1.5B model, 0.3 ranks claims better than the model alone on TRUE begin and paws and as well
+    on q2 (README, "A small local model")."""
     json_mode: bool = True
     context_tokens: int | None = Field(None, ge=256)
     """The model's context window; ``None``: what the server publishes (llama.cpp's ``/props``)

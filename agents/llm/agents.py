@@ -13,9 +13,9 @@ expected grade where the server gives logprobs); coverage (names, numbers, dates
 decontextualization (pronouns, vague references) are the lexical checks of the offline agents,
 which a small model does no better and which would triple the tokens it writes. The entailment
 score mixes in ``lexical_share`` of the offline scorer's probability: a model and a lexical scorer
-go wrong on different pairs, and on pairs the offline model was not fitted on the mix ranks claims
-better than a 1.5B model alone (``model.llm.lexical_share``). ``per_agent`` follows the
-one-agent-per-score design: an entailment, a coverage and a decontextualization
+go wrong on different pairs, and with a 1.5B model the mix ranks claims better than the model
+alone on two labelled sets and as well on a third (``model.llm.lexical_share``). ``per_agent``
+follows the one-agent-per-score design: an entailment, a coverage and a decontextualization
 agent, plus the verification agent, per claim, the decontextualization agent shown the claim's
 nearest utterances from the ``vector_search_utterances`` tool when its role has it.
 
