@@ -66,6 +66,8 @@ class LLMSettings(_Section):
     temperature: float = 0.0
     max_tokens: int = Field(1024, ge=1)
     timeout_s: float = Field(60.0, gt=0)
+    """Seconds a model call may take; a server that reports how fast it writes (llama.cpp) gives
+    each call the time to write ``max_tokens`` at the slowest speed seen on top."""
     requests_per_minute: int = Field(600, ge=1)
     max_concurrency: int = Field(4, ge=1)
     mode: Literal["combined", "per_agent"] = "combined"

@@ -6,7 +6,10 @@ only transient failures (timeouts, connection errors, 429 honouring ``Retry-Afte
 retried, with exponential backoff and jitter, up to ``max_attempts``. Every attempt first waits for
 the endpoint's rate limit (requests per minute) and a concurrency slot, and has its own timeout.
 The concurrency limit adapts: halved when a call times out or is answered 429 (a server with
-fewer slots than we send queues the rest), raised by one after a run of quick calls.
+fewer slots than we send queues the rest), raised by one after a run of quick calls. A server that
+says how fast it writes (llama.cpp's ``timings.predicted_per_second``) gives each call the time
+to write ``max_tokens`` at the slowest speed seen, on top of ``timeout_s``: a small local model on
+a busy machine writes a long reply in minutes, which is slow, not down.
 
 Structured replies carry their pydantic schema. Each endpoint is asked first with
 ``response_format`` ``json_schema`` (OpenAI, vLLM, Ollama and llama.cpp's server constrain
@@ -77,6 +80,9 @@ DEFAULT_API_BASE = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 300.0
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 CHARS_PER_TOKEN = 3.0
+TIMED_REPLY_TOKENS = 16
+"""A reply this long or longer tells how fast the server writes; a shorter one is mostly its
+start-up."""
 """A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
 _CONTEXT_MARKERS = (
     "context_length_exceeded",  # OpenAI's error code
@@ -311,6 +317,14 @@ class LLMClient:
         """The model's context window: configured, else learned from the server, else unknown."""
         return self.settings.context_tokens or self._memory.context_tokens
 
+    @property
+    def call_timeout_s(self) -> float:
+        """Seconds a call may take: ``timeout_s``, and the time to write ``max_tokens`` at the
+        slowest speed the server reported, if it reported one."""
+        speed = self._memory.tokens_per_s
+        writing = self.settings.max_tokens / speed if speed else 0.0
+        return self.settings.timeout_s + writing
+
     def prompt_budget_tokens(self) -> int | None:
         """Tokens a prompt may take so that the reply still fits; ``None`` when unlimited."""
         window = self.context_tokens
@@ -483,6 +497,9 @@ class LLMClient:
             cached_tokens=_cached_tokens(response.raw),
             completion_tokens=int(counts.get("completion_tokens", 0) or 0),
         )
+        speed = _writing_speed(response.raw)
+        if speed is not None:
+            self._memory.learn_speed(speed)
         return Reply(response.message.content or "", _token_options(response.raw))
 
     def _ask_server_once(self) -> None:
@@ -514,7 +531,7 @@ class LLMClient:
 
     def _guarded(self, call: Callable[[float], Any], timeout_s: float | None) -> Any:
         """Run ``call`` under the rate limit and a concurrency slot, retrying transient errors."""
-        timeout = timeout_s if timeout_s is not None else self.settings.timeout_s
+        timeout = timeout_s if timeout_s is not None else self.call_timeout_s
         backoff = wait_exponential_jitter(
             initial=self.settings.backoff_initial_s,
             max=self.settings.backoff_max_s,
@@ -687,6 +704,20 @@ def _cached_tokens(raw: Any) -> int:
     timings = extra.get("timings") if isinstance(extra, dict) else None
     value = timings.get("cache_n") if isinstance(timings, dict) else None
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def _writing_speed(raw: Any) -> float | None:
+    """Tokens a second the server wrote this reply at (llama.cpp's ``timings``), if it said and
+    the reply was long enough to tell."""
+    extra = getattr(raw, "model_extra", None) or {}
+    timings = extra.get("timings") if isinstance(extra, dict) else None
+    if not isinstance(timings, dict):
+        return None
+    written = timings.get("predicted_n")
+    speed = timings.get("predicted_per_second")
+    if not isinstance(written, int) or written < TIMED_REPLY_TOKENS:
+        return None
+    return float(speed) if isinstance(speed, int | float) and speed > 0 else None
 
 
 def _token_options(raw: Any) -> tuple[TokenOptions, ...]:

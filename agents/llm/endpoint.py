@@ -1,6 +1,7 @@
-"""What an endpoint taught a client: the output mode it accepts, its context size, and whether
-it gives ``logprobs``; kept per endpoint in a JSON file of the daemon's state folder, so that every
-client of that endpoint after it starts from what was learned (see :mod:`.client`)."""
+"""What an endpoint taught a client: the output mode it accepts, its context size, whether it
+gives ``logprobs`` and how fast it writes; kept per endpoint in a JSON file of the daemon's state
+folder, so that every client of that endpoint after it starts from what was learned (see
+:mod:`.client`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ class EndpointMemory:
         refused = known.get("logprobs_refused")
         self._no_logprobs: set[str] = (
             {str(m) for m in refused} if isinstance(refused, list) else set()
+        )
+        speed = known.get("tokens_per_s")
+        self.tokens_per_s: float | None = (
+            float(speed) if isinstance(speed, int | float) and speed > 0 else None
         )
 
     def takes_logprobs(self, model: str) -> bool:
@@ -81,6 +86,16 @@ class EndpointMemory:
             self.context_tokens = tokens
         logger.info("endpoint %s: the model's context is %d tokens", self._api_base, tokens)
         self._save("context_tokens", tokens)
+
+    def learn_speed(self, tokens_per_s: float) -> None:
+        """A reply was written at ``tokens_per_s``: the slowest speed seen is what a reply is
+        given time for, so that a busy day does not time out what a quiet one wrote."""
+        with self._lock:
+            if self.tokens_per_s is not None and tokens_per_s >= self.tokens_per_s:
+                return
+            self.tokens_per_s = tokens_per_s
+        logger.info("endpoint %s writes %.1f tokens/s", self._api_base, tokens_per_s)
+        self._save("tokens_per_s", tokens_per_s)
 
     def _save(self, field: str, value: Any) -> None:
         """Write ``field`` of this endpoint's entry, keeping what other processes wrote."""

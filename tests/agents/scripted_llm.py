@@ -14,7 +14,8 @@ so), refuse prompts over a context size with the 400 that llama.cpp or OpenAI se
 request at a time like a single-slot server (:attr:`~ScriptedLLMServer.slots`), give each reply
 token's ``top_logprobs`` in OpenAI's shape or refuse ``logprobs`` with a 400
 (:attr:`~ScriptedLLMServer.logprobs`), report the prompt tokens its prompt cache served as OpenAI
-or llama.cpp does (:attr:`~ScriptedLLMServer.cache_report`), and go away and come back on the same
+or llama.cpp does (:attr:`~ScriptedLLMServer.cache_report`), say how fast it wrote a reply as
+llama.cpp does (:attr:`~ScriptedLLMServer.tokens_per_s`), and go away and come back on the same
 port (:meth:`~ScriptedLLMServer.go_down`, :meth:`~ScriptedLLMServer.come_back`).
 """
 
@@ -202,6 +203,9 @@ class ScriptedLLMServer:
         """How a reply says how many prompt tokens the prompt cache served (the longest prefix
         shared with an earlier request): ``usage.prompt_tokens_details.cached_tokens`` or
         llama.cpp's ``timings.cache_n``; ``None`` says nothing."""
+        self.tokens_per_s: float | None = None
+        """The writing speed each reply reports in llama.cpp's ``timings`` (with the reply's
+        ``predicted_n``); ``None`` says nothing."""
         self._slot_lock: threading.Semaphore | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -389,6 +393,11 @@ class ScriptedLLMServer:
                 elif server.cache_report == "llama.cpp":
                     prompt_n = completion["usage"]["prompt_tokens"] - cached
                     completion["timings"] = {"cache_n": cached, "prompt_n": prompt_n}
+                if server.tokens_per_s is not None:
+                    completion.setdefault("timings", {}).update(
+                        predicted_n=completion["usage"]["completion_tokens"],
+                        predicted_per_second=server.tokens_per_s,
+                    )
                 self._send(reply.status, reply.headers, json.dumps(completion))
 
             def _send(self, code: int, headers: dict[str, str], payload: str) -> None:

@@ -192,6 +192,53 @@ def test_per_call_timeout_overrides_the_default(
     assert isinstance(caught.value.__cause__, openai.APITimeoutError)
 
 
+LONG = {"score": 0.75, "reason": "the answer restates the source's dates and names, nothing more"}
+"""A reply of at least 16 tokens by the scripted server's count: long enough to time."""
+
+
+def test_a_server_that_says_how_fast_it_writes_gets_the_time_to_write_max_tokens(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.tokens_per_s = 20.0
+    client = make_client(timeout_s=0.3, max_tokens=20, max_attempts=1)
+    llm_server.queue(json_reply(LONG))
+    client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert client.call_timeout_s == pytest.approx(0.3 + 20 / 20.0)
+    llm_server.queue(slow(0.8, json.dumps(LONG)), slow(2.5, json.dumps(LONG)))
+    assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
+    with pytest.raises(EvaluatorUnavailable, match="timed out"):
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+
+def test_a_short_reply_does_not_tell_the_writing_speed(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.tokens_per_s = 20.0
+    client = make_client(timeout_s=0.3, max_tokens=20, max_attempts=1)
+    llm_server.queue(json_reply({"score": 0.75}), slow(0.8, json.dumps(LONG)))
+    client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert client.call_timeout_s == 0.3
+    with pytest.raises(EvaluatorUnavailable, match="timed out"):
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+
+def test_the_slowest_writing_speed_is_kept_and_remembered(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], tmp_path: Path
+) -> None:
+    state = tmp_path / "llm-endpoints.json"
+    first = make_client(state_path=state, timeout_s=0.3, max_tokens=20)
+    for speed in (20.0, 10.0, 40.0):
+        llm_server.tokens_per_s = speed
+        llm_server.queue(json_reply(LONG))
+        first.complete_json("m", MESSAGES, JudgeOut)
+
+    second = make_client(state_path=state, timeout_s=0.3, max_tokens=20)
+    assert first.call_timeout_s == second.call_timeout_s == pytest.approx(0.3 + 20 / 10.0)
+    assert json.loads(state.read_text())[llm_server.base_url]["tokens_per_s"] == 10.0
+
+
 @pytest.mark.parametrize("code", [400, 401, 404, 422])
 def test_client_errors_are_not_retried(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], code: int
