@@ -80,10 +80,13 @@ DEFAULT_API_BASE = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 300.0
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 CHARS_PER_TOKEN = 3.0
+"""A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
 TIMED_REPLY_TOKENS = 16
 """A reply this long or longer tells how fast the server writes; a shorter one is mostly its
 start-up."""
-"""A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
+WRITING_TIMEOUTS = 3.0
+"""The time to write a reply given on top of ``timeout_s`` is at most this many ``timeout_s``: a
+speed measured while the machine swapped must not leave a hung server undetected for an hour."""
 _CONTEXT_MARKERS = (
     "context_length_exceeded",  # OpenAI's error code
     "exceed_context_size_error",  # llama.cpp's error type
@@ -271,8 +274,9 @@ class LLMClient:
         api_key: the key's value (the daemon reads it from the environment); ``None`` sends a
             placeholder, which local servers accept.
         usage: counters to add to; a fresh set by default (see :attr:`usage`).
-        state_path: a JSON file remembering, per endpoint, the output mode it accepts and its
-            context size; ``None`` remembers them for this client only.
+        state_path: a JSON file remembering, per endpoint, the output mode it accepts, its
+            context size, whether it gives logprobs and how fast it writes; ``None`` remembers
+            them for this client only.
     """
 
     def __init__(
@@ -320,10 +324,12 @@ class LLMClient:
     @property
     def call_timeout_s(self) -> float:
         """Seconds a call may take: ``timeout_s``, and the time to write ``max_tokens`` at the
-        slowest speed the server reported, if it reported one."""
+        slowest speed the server reported, if it reported one (at most
+        :data:`WRITING_TIMEOUTS` ``timeout_s`` more)."""
         speed = self._memory.tokens_per_s
         writing = self.settings.max_tokens / speed if speed else 0.0
-        return self.settings.timeout_s + writing
+        timeout = self.settings.timeout_s
+        return timeout + min(writing, WRITING_TIMEOUTS * timeout)
 
     def prompt_budget_tokens(self) -> int | None:
         """Tokens a prompt may take so that the reply still fits; ``None`` when unlimited."""
@@ -418,7 +424,8 @@ class LLMClient:
             return [list(item.embedding) for item in ordered]
 
         with self._counting_failures():
-            return self._guarded(call, None)
+            # An embedding writes no reply: the time to write one is not its to take.
+            return self._guarded(call, self.settings.timeout_s)
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -596,7 +603,8 @@ class LLMClient:
                 elif not isinstance(error, EvaluatorUnavailable):
                     self.health.answered()
                 raise error from exc
-            self.concurrency.finished(time.monotonic() - started, timeout)
+            # Quick against ``timeout_s``: the time to write a long reply says nothing of load.
+            self.concurrency.finished(time.monotonic() - started, self.settings.timeout_s)
             return result
         finally:
             self.concurrency.release()

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,15 +96,21 @@ class EndpointMemory:
                 return
             self.tokens_per_s = tokens_per_s
         logger.info("endpoint %s writes %.1f tokens/s", self._api_base, tokens_per_s)
-        self._save("tokens_per_s", tokens_per_s)
+        self._save("tokens_per_s", tokens_per_s, keep=min)
 
-    def _save(self, field: str, value: Any) -> None:
-        """Write ``field`` of this endpoint's entry, keeping what other processes wrote."""
+    def _save(self, field: str, value: Any, keep: Callable[[Any, Any], Any] | None = None) -> None:
+        """Write ``field`` of this endpoint's entry, keeping what other processes wrote;
+        ``keep`` chooses between the value saved and ``value`` (two processes that learned
+        different speeds)."""
         if self._state_path is None:
             return
         with self._lock:
             known = _load(self._state_path)
-            known[self._api_base] = {**known.get(self._api_base, {}), field: value}
+            entry = known.get(self._api_base, {})
+            saved = entry.get(field)
+            if keep is not None and isinstance(saved, int | float):
+                value = keep(saved, value)
+            known[self._api_base] = {**entry, field: value}
             path = self._state_path
             temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             try:

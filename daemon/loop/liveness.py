@@ -92,8 +92,8 @@ class WatchdogLimits:
     """A model call in flight longer than this is stuck."""
 
     @classmethod
-    def for_call_timeout(cls, timeout_s: float) -> WatchdogLimits:
-        return cls(call_s=CALL_TIMEOUTS * timeout_s)
+    def for_call_timeout(cls, timeout_s: float, stall_s: float = STALL_S) -> WatchdogLimits:
+        return cls(stall_s=stall_s, call_s=CALL_TIMEOUTS * timeout_s)
 
 
 def why_stuck(
@@ -141,6 +141,7 @@ class Liveness:
         started_at: float,
         limits: WatchdogLimits | None = None,
         longest_call: Callable[[], float] | None = None,
+        call_timeout: Callable[[], float] | None = None,
         usage: UsageCounters | None = None,
         role: str = DAEMON_ROLE,
     ) -> None:
@@ -151,6 +152,8 @@ class Liveness:
         self.role = role
         self.grading = Progress()
         self._longest_call = longest_call or (lambda: 0.0)
+        # A client that learns how slowly its server writes lets each call run longer.
+        self._call_timeout = call_timeout
         self._usage = usage
         self._usage_seen = 0
         self._looked_at: float | None = None
@@ -187,7 +190,9 @@ class Liveness:
                 observing=observing,
                 grading=self.grading,
                 longest_call_s=self._longest_call(),
-                limits=self.limits,
+                limits=self.limits
+                if self._call_timeout is None
+                else WatchdogLimits.for_call_timeout(self._call_timeout(), self.limits.stall_s),
                 now=now,
             )
         )
@@ -273,7 +278,8 @@ class Liveness:
 def daemon_liveness(
     queue: DurableQueue, notifier: Notifier, agents: Agents, config: Config
 ) -> Liveness:
-    """The daemon's :class:`Liveness`: model calls bounded by ``model.llm.timeout_s``."""
+    """The daemon's :class:`Liveness`: model calls bounded by what the client gives a call
+    (``model.llm.timeout_s`` and the time a slow server needs to write a reply)."""
     client = agents.client
     return Liveness(
         queue,
@@ -281,5 +287,6 @@ def daemon_liveness(
         started_at=time.time(),
         limits=WatchdogLimits.for_call_timeout(config.model.llm.timeout_s),
         longest_call=None if client is None else client.longest_call_s,
+        call_timeout=None if client is None else lambda: client.call_timeout_s,
         usage=agents.usage,
     )

@@ -328,7 +328,14 @@ def build_service_core(config: Config) -> ServiceCore:
         core = assemble_core(
             config.service,
             agents.evaluator,
-            judges=llm_judges(client, prompts, model, judge_specs(config.service)),
+            # A judge's call ends when the evaluation stops waiting for it, freeing its slot.
+            judges=llm_judges(
+                client,
+                prompts,
+                model,
+                judge_specs(config.service),
+                timeout_s=config.service.judge_timeout_s,
+            ),
             nli=NLIQAPipeline(
                 agents.evaluator, LLMPronounResolver(client, model=model, prompts=prompts)
             ),

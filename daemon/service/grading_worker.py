@@ -8,7 +8,8 @@ being acknowledged, nor the other way round. It never reads the vault: the job c
 block's text and window.
 
 - A job pending on a worker that died is taken over with XAUTOCLAIM once it has been idle
-  ``claim_idle_s`` (longer than a slow model call), at start and then periodically.
+  ``claim_idle_s``, at start and then periodically; a live worker keeps the idle time of its
+  jobs in work fresh, however slow its model.
 - A job that cannot be read, or has been delivered ``max_deliveries`` times, goes to the
   dead-letter stream with its error; its daemon gets the error as the job's result.
 - While the model endpoint is unreachable a job stays pending with its delivery put back, and

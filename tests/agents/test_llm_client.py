@@ -200,15 +200,31 @@ def test_a_server_that_says_how_fast_it_writes_gets_the_time_to_write_max_tokens
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
 ) -> None:
     llm_server.tokens_per_s = 20.0
-    client = make_client(timeout_s=0.3, max_tokens=20, max_attempts=1)
+    client = make_client(timeout_s=0.5, max_tokens=20, max_attempts=1)
     llm_server.queue(json_reply(LONG))
     client.complete_json("m", MESSAGES, JudgeOut)
 
-    assert client.call_timeout_s == pytest.approx(0.3 + 20 / 20.0)
-    llm_server.queue(slow(0.8, json.dumps(LONG)), slow(2.5, json.dumps(LONG)))
+    assert client.call_timeout_s == pytest.approx(0.5 + 20 / 20.0)
+    llm_server.queue(slow(1.0, json.dumps(LONG)), slow(3.0, json.dumps(LONG)))
     assert client.complete_json("m", MESSAGES, JudgeOut).score == 0.75
     with pytest.raises(EvaluatorUnavailable, match="timed out"):
         client.complete_json("m", MESSAGES, JudgeOut)
+
+
+def test_a_calls_own_timeout_and_the_cap_still_bound_a_slow_server(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    llm_server.tokens_per_s = 20.0
+    client = make_client(timeout_s=0.3, max_tokens=20, max_attempts=1)
+    llm_server.queue(json_reply(LONG), slow(0.8, json.dumps(LONG)))
+    client.complete_json("m", MESSAGES, JudgeOut)
+
+    with pytest.raises(EvaluatorUnavailable, match="timed out"):
+        client.complete_json("m", MESSAGES, JudgeOut, timeout_s=0.3)
+    llm_server.tokens_per_s = 0.5
+    llm_server.queue(json_reply(LONG))
+    client.complete_json("m", MESSAGES, JudgeOut)
+    assert client.call_timeout_s == pytest.approx(0.3 + 3 * 0.3), "not 0.3 + 20 / 0.5"
 
 
 def test_a_short_reply_does_not_tell_the_writing_speed(
@@ -228,14 +244,14 @@ def test_the_slowest_writing_speed_is_kept_and_remembered(
     llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient], tmp_path: Path
 ) -> None:
     state = tmp_path / "llm-endpoints.json"
-    first = make_client(state_path=state, timeout_s=0.3, max_tokens=20)
+    first = make_client(state_path=state, timeout_s=1.0, max_tokens=20)
     for speed in (20.0, 10.0, 40.0):
         llm_server.tokens_per_s = speed
         llm_server.queue(json_reply(LONG))
         first.complete_json("m", MESSAGES, JudgeOut)
 
-    second = make_client(state_path=state, timeout_s=0.3, max_tokens=20)
-    assert first.call_timeout_s == second.call_timeout_s == pytest.approx(0.3 + 20 / 10.0)
+    second = make_client(state_path=state, timeout_s=1.0, max_tokens=20)
+    assert first.call_timeout_s == second.call_timeout_s == pytest.approx(1.0 + 20 / 10.0)
     assert json.loads(state.read_text())[llm_server.base_url]["tokens_per_s"] == 10.0
 
 

@@ -407,6 +407,30 @@ def test_describe_activity_in_the_words_status_shows() -> None:
     )
 
 
+def test_the_watchdog_gives_a_call_what_the_client_gives_it_now(tmp_path: Path) -> None:
+    """A client that learned its server writes slowly lets a call run longer; the watchdog
+    follows, so a slow call is not taken for a stuck daemon."""
+    queue = DurableQueue(tmp_path / "queue.sqlite")
+    call_timeout = [40.0]
+    try:
+        liveness = Liveness(
+            queue,
+            Notifier(None, None),
+            started_at=time.time(),
+            longest_call=lambda: 100.0,
+            call_timeout=lambda: call_timeout[0],
+        )
+        alive = {"observing": True, "consumer_alive": True}
+        liveness.tick(paused=False, model_down=False, syncing=False, **alive)
+        assert liveness.grading.last_error is None, "100 s of a 40 s call's three timeouts"
+        call_timeout[0] = 30.0
+        liveness.tick(paused=False, model_down=False, syncing=False, **alive)
+        assert liveness.grading.last_error is not None
+        assert liveness.grading.last_error[0] == "a model call has run 100 s, past 90 s"
+    finally:
+        queue.close()
+
+
 def test_a_burst_of_activity_changes_costs_few_writes(tmp_path: Path) -> None:
     queue = DurableQueue(tmp_path / "queue.sqlite")
     try:
