@@ -323,13 +323,8 @@ class LLMClient:
 
     @property
     def call_timeout_s(self) -> float:
-        """Seconds a call may take: ``timeout_s``, and the time to write ``max_tokens`` at the
-        slowest speed the server reported, if it reported one (at most
-        :data:`WRITING_TIMEOUTS` ``timeout_s`` more)."""
-        speed = self._memory.tokens_per_s
-        writing = self.settings.max_tokens / speed if speed else 0.0
-        timeout = self.settings.timeout_s
-        return timeout + min(writing, WRITING_TIMEOUTS * timeout)
+        """Seconds a call may take (see :func:`call_timeout`)."""
+        return call_timeout(self.settings, self._memory.tokens_per_s)
 
     def prompt_budget_tokens(self) -> int | None:
         """Tokens a prompt may take so that the reply still fits; ``None`` when unlimited."""
@@ -504,9 +499,7 @@ class LLMClient:
             cached_tokens=_cached_tokens(response.raw),
             completion_tokens=int(counts.get("completion_tokens", 0) or 0),
         )
-        speed = _writing_speed(response.raw)
-        if speed is not None:
-            self._memory.learn_speed(speed)
+        self._memory.learn_speed(_writing_speed(response.raw))
         return Reply(response.message.content or "", _token_options(response.raw))
 
     def _ask_server_once(self) -> None:
@@ -525,14 +518,10 @@ class LLMClient:
             return
         with self._asked_lock:
             self._asked_server = True
-        if not isinstance(props, dict):
-            return
-        defaults = props.get("default_generation_settings")
-        n_ctx = defaults.get("n_ctx") if isinstance(defaults, dict) else None
-        if isinstance(n_ctx, int) and n_ctx > 0:
+        n_ctx, slots = _published(props)
+        if n_ctx is not None:
             self._memory.learn_context(n_ctx)
-        slots = props.get("total_slots")
-        if isinstance(slots, int) and 0 < slots < self.concurrency.maximum:
+        if slots is not None and slots < self.concurrency.maximum:
             logger.info("endpoint %s serves %d request(s) at once", self._api_base, slots)
             self.concurrency.cap(slots)
 
@@ -712,6 +701,27 @@ def _cached_tokens(raw: Any) -> int:
     timings = extra.get("timings") if isinstance(extra, dict) else None
     value = timings.get("cache_n") if isinstance(timings, dict) else None
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def call_timeout(settings: EndpointSettings, tokens_per_s: float | None) -> float:
+    """Seconds a call may take: ``timeout_s``, and the time to write ``max_tokens`` at
+    ``tokens_per_s`` (the slowest speed the server reported, if it reported one), at most
+    :data:`WRITING_TIMEOUTS` ``timeout_s`` more."""
+    writing = settings.max_tokens / tokens_per_s if tokens_per_s else 0.0
+    return settings.timeout_s + min(writing, WRITING_TIMEOUTS * settings.timeout_s)
+
+
+def _published(props: Any) -> tuple[int | None, int | None]:
+    """The context size and the slots a llama.cpp server's ``/props`` publishes."""
+    if not isinstance(props, dict):
+        return None, None
+    defaults = props.get("default_generation_settings")
+    n_ctx = defaults.get("n_ctx") if isinstance(defaults, dict) else None
+    slots = props.get("total_slots")
+    return (
+        n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None,
+        slots if isinstance(slots, int) and slots > 0 else None,
+    )
 
 
 def _writing_speed(raw: Any) -> float | None:

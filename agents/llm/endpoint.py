@@ -88,9 +88,12 @@ class EndpointMemory:
         logger.info("endpoint %s: the model's context is %d tokens", self._api_base, tokens)
         self._save("context_tokens", tokens)
 
-    def learn_speed(self, tokens_per_s: float) -> None:
-        """A reply was written at ``tokens_per_s``: the slowest speed seen is what a reply is
-        given time for, so that a busy day does not time out what a quiet one wrote."""
+    def learn_speed(self, tokens_per_s: float | None) -> None:
+        """A reply was written at ``tokens_per_s`` (``None``: unknown): the slowest speed seen is
+        what a reply is given time for, so that a busy day does not time out what a quiet one
+        wrote."""
+        if tokens_per_s is None:
+            return
         with self._lock:
             if self.tokens_per_s is not None and tokens_per_s >= self.tokens_per_s:
                 return
