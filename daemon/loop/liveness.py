@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
@@ -92,8 +92,8 @@ class WatchdogLimits:
     """A model call in flight longer than this is stuck."""
 
     @classmethod
-    def for_call_timeout(cls, timeout_s: float, stall_s: float = STALL_S) -> WatchdogLimits:
-        return cls(stall_s=stall_s, call_s=CALL_TIMEOUTS * timeout_s)
+    def for_call_timeout(cls, timeout_s: float) -> WatchdogLimits:
+        return cls(call_s=CALL_TIMEOUTS * timeout_s)
 
 
 def why_stuck(
@@ -192,7 +192,7 @@ class Liveness:
                 longest_call_s=self._longest_call(),
                 limits=self.limits
                 if self._call_timeout is None
-                else WatchdogLimits.for_call_timeout(self._call_timeout(), self.limits.stall_s),
+                else replace(self.limits, call_s=CALL_TIMEOUTS * self._call_timeout()),
                 now=now,
             )
         )

@@ -328,7 +328,8 @@ def build_service_core(config: Config) -> ServiceCore:
         core = assemble_core(
             config.service,
             agents.evaluator,
-            # A judge's call ends when the evaluation stops waiting for it, freeing its slot.
+            # Each attempt of a judge's call gets only as long as the evaluation waits for it, not
+            # the longer time a model call may take to write a reply.
             judges=llm_judges(
                 client,
                 prompts,

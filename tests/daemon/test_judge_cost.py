@@ -15,7 +15,7 @@ import pytest
 
 from aclarai.agents.answers.judges import MAX_FAITHFULNESS_SENTENCES, bounded_pair
 from aclarai.daemon.service.api import create_app
-from aclarai.daemon.service.core import build_service_core
+from aclarai.daemon.service.core import EvaluateRequest, build_service_core
 from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, slow
 from tests.daemon.service_helpers import evaluate_payload, make_config, running_app
 
@@ -131,6 +131,40 @@ def test_a_judge_that_times_out_caps_the_verdict_at_review(tmp_path: Path) -> No
     assert one_late["verdict"] == "review", "two good judges do not pass an answer alone"
     assert all(s["score"] is None for s in all_late["stages"][3:])
     assert all_late["verdict"] == "review" and all_late["confidence"] is None
+
+
+def test_a_judges_model_call_gives_up_when_the_evaluation_does(tmp_path: Path) -> None:
+    """A late judge's call is cut at ``judge_timeout_s``, not left to hold the model's slot for
+    the far longer time a model call may take."""
+    with scripted_llm_server() as llm:
+        llm.responder = lambda request: slow(3.0, json.dumps({"score": 0.9, "reason": "late"}))
+        config = make_config(
+            tmp_path,
+            {
+                "model.backend": "llm",
+                "model.llm.api_base": llm.base_url,
+                "model.llm.timeout_s": 30.0,
+                "processing.retries.max_attempts": 1,
+                "service.judge_timeout_s": 0.5,
+            },
+        )
+        core = build_service_core(config)
+        try:
+            response = core.evaluate(EvaluateRequest.model_validate(evaluate_payload()))
+            # The first model call pays for the client's start-up: count from the requests.
+            deadline = time.monotonic() + 30
+            while len(llm.chat_requests) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            asked = time.monotonic()
+            assert core.usage is not None
+            while core.usage.snapshot()["failures"] < 3 and time.monotonic() - asked < 2.0:
+                time.sleep(0.01)
+            cut = core.usage.snapshot()["failures"]
+        finally:
+            core.close()
+
+    assert all(s.score is None for s in response.stages[3:])
+    assert cut == 3, "each judge's call ended long before its 3 s reply"
 
 
 def test_small_texts_go_to_the_evaluator_whole() -> None:
