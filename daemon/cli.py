@@ -56,6 +56,17 @@ def _vault(args: argparse.Namespace, config: Config) -> Path:
     return Path(raw).expanduser()
 
 
+def _bound(args: argparse.Namespace, config: Config) -> Config:
+    """``config`` bound to the vault of a command that works on one: every setting naming a
+    place in the vault checked to lie inside it before anything is read or written."""
+    from aclarai.daemon.vault.bounds import bind_to_vault
+
+    if not hasattr(args, "vault"):
+        return config
+    raw = args.vault or config.vault.path
+    return bind_to_vault(config, Path(raw)) if raw else config
+
+
 def cmd_resync(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.loop.remote import hand_resync_to_daemon
     from aclarai.daemon.loop.resync import format_summary, resync
@@ -273,7 +284,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.vault.writer import remove_stale_temp_files
 
     vault = _vault(args, config)
-    into = args.into or config.import_.folder
+    into = config.import_.folder
     if not args.dry_run:
         remove_stale_temp_files(vault / into)
     fallback = build_transcript_reader(config, config.state_dir_for(vault))
@@ -515,6 +526,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides["watch.polling"] = True
     if getattr(args, "redis", None):
         overrides["workers.redis_url"] = args.redis
+    if getattr(args, "into", None):
+        overrides["import.folder"] = args.into
     if getattr(args, "jobs", None) is not None:
         overrides["workers.jobs"] = args.jobs
     if args.log_level:
@@ -528,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        config = load_config(args.config, overrides=_overrides(args))
+        config = _bound(args, load_config(args.config, overrides=_overrides(args)))
         setup_logging(config.logging.level, config.logging.format)
         handler: Handler = args.handler
         code = handler(args, config)

@@ -245,18 +245,21 @@ class WorkersSettings(_Section):
 
 class DashboardSettings(_Section):
     path: str | None = "aclarai/Dashboard.md"
-    """Vault-relative path of the dashboard note; ``None``: no dashboard."""
+    """Path of the dashboard note in the vault (relative to it, or absolute inside it);
+    ``None``: no dashboard."""
     min_interval_s: float = Field(30.0, ge=0)
     """The daemon rewrites it at most this often (``resync`` always does)."""
 
     @field_validator("path")
     @classmethod
-    def _inside_the_vault(cls, value: str | None) -> str | None:
+    def _a_note(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        # Whether it lies inside the vault is checked against the vault each command is given
+        # (aclarai.daemon.vault.bounds).
         rel = PurePosixPath(value)
-        if rel.is_absolute() or ".." in rel.parts or rel.suffix != ".md" or not rel.stem:
-            raise ValueError("must be a relative .md path inside the vault")
+        if rel.suffix != ".md" or not rel.stem:
+            raise ValueError("must be the path of a .md note inside the vault")
         return rel.as_posix()
 
 

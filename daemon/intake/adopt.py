@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,16 +48,39 @@ class AdoptReport:
 
 
 def iter_markdown(paths: Iterable[Path]) -> Iterator[Path]:
-    """The ``.md`` files of ``paths`` (files as given, folders walked without dot folders)."""
+    """The ``.md`` notes of ``paths`` (files as given, folders walked without dot folders).
+
+    Only regular files are notes, as in the vault's own walk: a symlink is skipped (its target
+    is a note where it lies, and one leading out of the vault is never written), and so is a
+    named pipe, socket or device, which reading would block on; each with one log line. A path
+    that does not exist is given back, for its reader to report.
+    """
     for path in paths:
         if path.is_dir():
             for folder, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
-                    if name.endswith(".md") and not name.startswith("."):
-                        yield Path(folder) / name
-        else:
+                    note = Path(folder) / name
+                    if name.endswith(".md") and not name.startswith(".") and _regular(note):
+                        yield note
+        elif _regular(path):
             yield path
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (or missing); logs why it is skipped otherwise."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        log.warning("skipping %s: %s", path, exc.strerror or exc)
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+    log.warning("skipping %s: %s, never adopted or written", path, kind)
+    return False
 
 
 def adopt_files(

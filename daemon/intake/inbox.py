@@ -89,6 +89,10 @@ def drain_inbox(
     for entry in sorted(inbox.folder.iterdir()):
         if entry.name.startswith(".") or entry.name.endswith(ERROR_SUFFIX) or entry.is_symlink():
             continue
+        if not (entry.is_dir() or entry.is_file()):
+            # A named pipe, socket or device: reading it would block, or never end.
+            log.warning("inbox: skipping %s: not a regular file", entry.name)
+            continue
         error_file = entry.with_name(entry.name + ERROR_SUFFIX)
         if is_vault_file(entry):
             if error_file.exists() and not dry_run:

@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from aclarai.daemon.vault.bounds import inside_vault
+
 log = logging.getLogger(__name__)
 
 OBSIDIAN = ".obsidian"
@@ -49,14 +51,18 @@ class AdoptScope:
 
 
 def scope_for(root: Path, dashboard: str | None) -> AdoptScope:
-    """The scope of the vault at ``root``; ``dashboard`` is ``dashboard.path``."""
+    """The scope of the vault at ``root``; ``dashboard`` is ``dashboard.path``.
+
+    Raises:
+        ConfigError: ``dashboard`` is outside the vault.
+    """
     root = root.resolve()
     templates = []
     for settings, key in TEMPLATE_SETTINGS:
         folder = _setting(root / settings, key)
         if folder:
             templates.append((root / folder).resolve())
-    own = (PurePosixPath(dashboard),) if dashboard else ()
+    own = (PurePosixPath(inside_vault(root, "dashboard.path", dashboard)),) if dashboard else ()
     return AdoptScope(root, tuple(templates), own)
 
 

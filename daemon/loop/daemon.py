@@ -60,6 +60,7 @@ from aclarai.daemon.loop.systemd import Notifier
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.reports.dashboard import DashboardRefresher
+from aclarai.daemon.vault.bounds import VAULT_ITSELF, bind_to_vault
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
     PauseSwitch,
@@ -92,6 +93,7 @@ def run_daemon(
         AclaraiError: the vault does not exist, or the config is unusable.
         VaultBusy: another aclarai process holds this vault.
     """
+    config = bind_to_vault(config, vault_root)
     if not vault_root.is_dir():
         raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")
     try:
@@ -146,7 +148,9 @@ class _Daemon:
             config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
         )
         self.inbox = inbox_for(config, self.vault.root)
-        self.adopt_prefixes = tuple(f.rstrip("/") + "/" for f in config.adopt.folders)
+        self.adopt_prefixes = tuple(
+            "" if f == VAULT_ITSELF else f"{f}/" for f in config.adopt.folders
+        )
         self.inbox_lock = threading.Lock()
         self.inbox_watcher = (
             None

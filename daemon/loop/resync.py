@@ -30,6 +30,7 @@ from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.liveness import Liveness
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.reports.dashboard import DashboardWrite, refresh_dashboard
+from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
 from aclarai.daemon.vault.notesync import NoteSync, SyncReport, live_blocks
@@ -157,6 +158,7 @@ def resync(
         AclaraiError: the vault does not exist, or the store cannot be opened.
     """
     started = time.monotonic()
+    config = bind_to_vault(config, vault_root)
     if not vault_root.is_dir():
         raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")
     state_dir = config.state_dir_for(vault_root)

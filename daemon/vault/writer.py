@@ -60,13 +60,19 @@ def write_if_unchanged(path: Path, data: bytes, *, expected_sha256: str) -> os.s
     on disk, so that write is never taken for ours.
 
     Raises:
-        WriteConflict: the note changed (or vanished) since it was read; nothing was written.
+        WriteConflict: the note changed (or vanished, or is no regular file: a symlink, a named
+            pipe) since it was read; nothing was written.
         OSError: the folder is not writable, the disk is full …; nothing was written.
     """
     folder = path.parent
     try:
+        st = path.lstat()
+        # A symlink would be replaced by a file (and its target outside the vault read); a
+        # named pipe would block the read. Neither is a note.
+        if not stat.S_ISREG(st.st_mode):
+            raise WriteConflict(f"{path} is not a regular file; not written", path=path)
         current = path.read_bytes()
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode = stat.S_IMODE(st.st_mode)
     except FileNotFoundError as exc:
         raise WriteConflict(f"{path} vanished before the write", path=path) from exc
     if sha256_bytes(current) != expected_sha256:

@@ -132,7 +132,11 @@ def test_null_path_turns_the_dashboard_off(vault: Path, tmp_path: Path) -> None:
     assert summary.dashboard is None
     assert not (vault / "aclarai" / "Dashboard.md").exists()
     with pytest.raises(ConfigError, match=r"dashboard\.path"):
-        load_config(env={"ACLARAI_DASHBOARD__PATH": "../outside.md"})
+        load_config(env={"ACLARAI_DASHBOARD__PATH": "aclarai/Dashboard.txt"})
+    outside = load_config(env={"ACLARAI_DASHBOARD__PATH": "../outside.md"})
+    with pytest.raises(ConfigError, match=r"dashboard\.path: '../outside.md' is outside"):
+        resync(outside, vault)
+    assert not (vault.parent / "outside.md").exists()
 
 
 def _fail_one_claim(store: GraphStore, block_id: str) -> str:
