@@ -160,17 +160,23 @@ class StoredClaim:
 
 @dataclass(frozen=True, slots=True)
 class StoreCounts:
+    """What the store holds. Claims count where the vault has them: on live blocks. A deleted
+    block keeps its claims for a restore, and they count nowhere."""
+
     files: int
     blocks: int
+    """Live blocks."""
     deleted_blocks: int
     claims: int
+    """Claims originating from a live block."""
     scored_claims: int
-    """Claims whose edge carries three non-null scores."""
+    """Claims with an edge to a live block carrying three non-null scores."""
     null_scores: int
-    """Claims evaluated with at least one failed (null) score."""
+    """Claims with an edge to a live block evaluated with at least one failed (null) score."""
     low_quality: int = 0
-    """Claims of live blocks whose quality is below the threshold ``counts`` was given. A null
-    quality (a failed score) is never low: those claims are counted in ``null_scores``."""
+    """Edges of live blocks whose quality is below the threshold ``counts`` was given: the
+    entries :meth:`GraphStore.low_quality_claims` lists (a claim of two blocks counts twice). A
+    null quality (a failed score) is never low: those claims are counted in ``null_scores``."""
 
 
 DEFAULT_QUALITY_THRESHOLD = 0.70

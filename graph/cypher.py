@@ -292,11 +292,11 @@ _ANY_NULL = (
 COUNTS = f"""
 OPTIONAL MATCH (f:File) WITH count(f) AS files
 OPTIONAL MATCH (b:Block) WITH files, count(b) AS all_blocks, count(b.deleted_at) AS deleted
-OPTIONAL MATCH (c:Claim) WITH files, all_blocks, deleted, count(c) AS claims
-OPTIONAL MATCH (s:Claim)-[e:ORIGINATES_FROM]->(sb:Block) WHERE e.evaluated_hash IS NOT NULL
-RETURN files, all_blocks - deleted AS blocks, deleted, claims,
-  count(DISTINCT CASE WHEN NOT ({_ANY_NULL}) THEN s.id END) AS scored,
-  count(DISTINCT CASE WHEN {_ANY_NULL} THEN s.id END) AS null_scores,
-  count(DISTINCT CASE WHEN sb.deleted_at IS NULL AND e.quality < $threshold THEN s.id END)
-    AS low_quality
+OPTIONAL MATCH (s:Claim)-[e:ORIGINATES_FROM]->(sb:Block) WHERE sb.deleted_at IS NULL
+RETURN files, all_blocks - deleted AS blocks, deleted, count(DISTINCT s.id) AS claims,
+  count(DISTINCT CASE WHEN e.evaluated_hash IS NOT NULL AND NOT ({_ANY_NULL}) THEN s.id END)
+    AS scored,
+  count(DISTINCT CASE WHEN e.evaluated_hash IS NOT NULL AND ({_ANY_NULL}) THEN s.id END)
+    AS null_scores,
+  count(CASE WHEN e.quality < $threshold THEN 1 END) AS low_quality
 """

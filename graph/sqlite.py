@@ -109,6 +109,9 @@ _WRITE_SCORE = """
       AND EXISTS (SELECT 1 FROM blocks b WHERE b.id = edges.block_id AND b.hash = ?)
 """
 
+_LIVE_EDGES = "edges e JOIN blocks b ON b.id = e.block_id WHERE b.deleted_at IS NULL"
+"""The edges of live blocks: what the vault says now (a deleted block's claims wait for a
+restore, and count nowhere)."""
 _ANY_NULL_SCORE = (
     "(e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)"
 )
@@ -547,12 +550,10 @@ class SqliteStore(GraphStore):
                 "SELECT (SELECT count(*) FROM files),"
                 " (SELECT count(*) FROM blocks WHERE deleted_at IS NULL),"
                 " (SELECT count(*) FROM blocks WHERE deleted_at IS NOT NULL),"
-                " (SELECT count(*) FROM claims),"
-                f" (SELECT count(DISTINCT claim_id) FROM edges WHERE {ALL_SCORED}),"
-                f" (SELECT count(DISTINCT claim_id) FROM edges WHERE {NULL_SCORED}),"
-                " (SELECT count(DISTINCT e.claim_id) FROM edges e"
-                "   JOIN blocks b ON b.id = e.block_id"
-                "   WHERE b.deleted_at IS NULL AND e.quality < ?)",
+                f" (SELECT count(DISTINCT claim_id) FROM {_LIVE_EDGES}),"
+                f" (SELECT count(DISTINCT claim_id) FROM {_LIVE_EDGES} AND {ALL_SCORED}),"
+                f" (SELECT count(DISTINCT claim_id) FROM {_LIVE_EDGES} AND {NULL_SCORED}),"
+                f" (SELECT count(*) FROM {_LIVE_EDGES} AND e.quality < ?)",
                 (quality_threshold,),
             ).fetchone()
         return StoreCounts(*row)

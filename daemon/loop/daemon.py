@@ -59,7 +59,7 @@ from aclarai.daemon.loop.resync import (
 from aclarai.daemon.loop.systemd import Notifier
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
-from aclarai.daemon.reports.dashboard import DashboardRefresher
+from aclarai.daemon.reports.dashboard import DashboardRefresher, graph_counts
 from aclarai.daemon.vault.bounds import VAULT_ITSELF, bind_to_vault
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
@@ -315,6 +315,9 @@ class _Daemon:
         return [path for path in self.store.file_states() if path.startswith(prefix)]
 
     def _housekeeping(self, scheduler: BackgroundScheduler, changes: Changes) -> None:
+        if self.stop.is_set():
+            # Stopping: the consumer and the watcher end on purpose, and are no one to report.
+            return
         now = time.monotonic()
         paused = self.pause.is_paused()
         if paused != self._was_paused:
@@ -432,7 +435,7 @@ class _Daemon:
                 self.state_dir,
                 report,
                 stats,
-                self.store.counts(quality_threshold=threshold),
+                graph_counts(self.store, threshold),
                 elapsed,
                 usage=_grown(before, counters),
                 quality_threshold=threshold,

@@ -29,7 +29,7 @@ from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.liveness import Liveness
 from aclarai.daemon.loop.take import DrainStats
-from aclarai.daemon.reports.dashboard import DashboardWrite, refresh_dashboard
+from aclarai.daemon.reports.dashboard import DashboardWrite, graph_counts, refresh_dashboard
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
@@ -135,7 +135,7 @@ def dry_run_summary(
         state_dir,
         report,
         DrainStats(),
-        notes.store.counts(quality_threshold=quality_threshold),
+        graph_counts(notes.store, quality_threshold),
         time.monotonic() - started,
         dry_run=True,
         quality_threshold=quality_threshold,
@@ -223,7 +223,7 @@ def resync(
                     agents.close()
                     UsageRecorder(queue, agents.usage).flush()
                 counts: StoreCounts | None = (
-                    None if stats.store_errors else store.counts(quality_threshold=threshold)
+                    None if stats.store_errors else graph_counts(store, threshold)
                 )
             except StoreUnavailable as exc:
                 # The sync's own store calls failed (the consumer logs the drain's): one line.
@@ -241,7 +241,8 @@ def resync(
                 if model_error is None:
                     # A pass the model sat out did not bring the vault up to date.
                     queue.set_meta("last_resync", utc_now())
-                dashboard = _dashboard(config, vault.root, store, queue, model, report, stats)
+                if not _nothing_to_grade(report, counts):
+                    dashboard = _dashboard(config, vault.root, store, queue, model, report, stats)
             else:
                 # Driver messages span lines; the summary gives one.
                 store_error = " ".join(store_error.split())
@@ -379,16 +380,23 @@ def format_summary(summary: ResyncSummary) -> str:
     return "\n".join(lines)
 
 
-def _nothing_adopted(summary: ResyncSummary) -> bool:
+def _nothing_to_grade(synced: SyncReport, counts: StoreCounts | None) -> bool:
     """A readable vault of ordinary notes: no block in it nor in the graph, none just removed
-    from it (an unadopt), nothing failed."""
-    s, c = summary.synced, summary.counts
+    from it (an unadopt), no note that failed to be read. Such a pass writes nothing into the
+    vault, not even the dashboard: its summary says how to adopt notes."""
     return (
-        s.blocks_seen == 0
-        and s.deleted_blocks == 0
-        and c is not None
-        and c.blocks == 0
-        and not s.errors
+        synced.blocks_seen == 0
+        and synced.deleted_blocks == 0
+        and counts is not None
+        and counts.blocks == 0
+        and not synced.errors
+    )
+
+
+def _nothing_adopted(summary: ResyncSummary) -> bool:
+    """Whether the summary is the hint to adopt: nothing to grade, and nothing failed."""
+    return (
+        _nothing_to_grade(summary.synced, summary.counts)
         and summary.ok
         and summary.model_error is None
     )

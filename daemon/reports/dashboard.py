@@ -18,7 +18,7 @@ from aclarai.daemon.config import Config
 from aclarai.daemon.vault.control import read_paused
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.daemon.vault.writer import create_if_absent, sha256_bytes, write_if_unchanged
-from aclarai.graph import GraphStore, StoredBlock, StoredClaim, key_block_id
+from aclarai.graph import GraphStore, StoreCounts, StoredBlock, StoredClaim, key_block_id
 from aclarai.parsers import (
     AclaraiError,
     ClaimRef,
@@ -63,6 +63,13 @@ def claim_ref(claim: StoredClaim, block: StoredBlock | None) -> ClaimRef:
         justification=score.justification if score else None,
         status=score.status if score else "not evaluated",
     )
+
+
+def graph_counts(store: GraphStore, threshold: float) -> StoreCounts:
+    """The store's counts, with the claims below ``threshold`` counted as every report lists
+    them (``claims``, the dashboard, ``status``, resync's summary): by their quality as shown,
+    to two decimals, one per block they originate from."""
+    return store.counts(quality_threshold=shown_threshold(threshold))
 
 
 def collect_dashboard(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
+from aclarai.daemon.reports.dashboard import graph_counts
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
     MODEL_DOWN_META,
@@ -35,7 +36,7 @@ from aclarai.daemon.vault.lock import live_holder
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.queue import QueueEntry
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim, key_block_id
-from aclarai.parsers import BrokerUnavailable, format_utc
+from aclarai.parsers import BrokerUnavailable, format_utc, shown_threshold
 
 if TYPE_CHECKING:
     from aclarai.daemon.workers import WorkerSeen
@@ -353,8 +354,10 @@ def _read_graph(config: Config, state_dir: Path, vault_root: Path, *, verify: bo
     try:
         store = build_store(config, state_dir)
         try:
-            side.counts = store.counts(quality_threshold=threshold)
-            side.low_quality = store.low_quality_claims(threshold, LOW_QUALITY_SHOWN)
+            side.counts = graph_counts(store, threshold)
+            side.low_quality = store.low_quality_claims(
+                shown_threshold(threshold), LOW_QUALITY_SHOWN
+            )
             if verify:
                 notes = NoteSync(build_vault(config, vault_root), store, None)
                 side.drift = notes.sync_vault(dry_run=True, force_read=True).dirty_blocks

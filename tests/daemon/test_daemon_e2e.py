@@ -24,6 +24,7 @@ from tests.daemon.conftest import (
     GRACE_S,
     QUIET_S,
     DaemonProcess,
+    cli,
     daemon_env,
     note_text,
     open_store,
@@ -291,6 +292,18 @@ def test_sigterm_exits_zero_within_ten_seconds_while_busy(
     assert rc == 0
     assert time.monotonic() - started < 10
     assert daemon.count("SIGTERM: stopping") == 1
+
+
+def test_a_clean_stop_is_no_error(make_vault: MakeVault, start_daemon: StartDaemon) -> None:
+    vault = make_vault({"a.md": note_text([("blk-c1", ALICE)])})
+    daemon = start_daemon(vault)
+    # Long enough for the consumer to be idle and the main loop to tick on.
+    time.sleep(1.5)
+    assert daemon.stop(signal.SIGTERM) == 0
+    assert " ERROR " not in daemon.log, daemon.log_tail()
+    assert daemon.count("stopped") == 1
+    status = json.loads(cli("status", str(vault), "--json"))
+    assert (status["last_error"], status["running"]) == (None, False)
 
 
 def test_a_second_signal_exits_at_once(make_vault: MakeVault, start_daemon: StartDaemon) -> None:

@@ -14,13 +14,27 @@ ROOT = Path(__file__).resolve().parents[2]
 KEPANO = ROOT / "tests" / "data" / "vaults" / "kepano-obsidian"
 
 
+def files_of(vault: Path) -> dict[str, bytes]:
+    """Every file of the vault but the lock aclarai holds it by (``.aclarai/lock``)."""
+    return {
+        path.relative_to(vault).as_posix(): path.read_bytes()
+        for path in vault.rglob("*")
+        if path.is_file() and path.relative_to(vault).parts[0] != ".aclarai"
+    }
+
+
 def test_resync_on_a_vault_with_no_blocks_says_how_to_adopt_it(tmp_path: Path) -> None:
     vault = tmp_path / "my vault"
     shutil.copytree(KEPANO, vault)
     notes = sum(1 for _ in vault.rglob("*.md"))
     env = daemon_env(ACLARAI_STATE_DIR=str(tmp_path / "state"))
+    before = files_of(vault)
 
     printed = cli("resync", str(vault), env=env)
+
+    # Nothing to grade, nothing written: no dashboard; only the vault's lock, in its dot folder.
+    assert files_of(vault) == before
+    assert not (vault / "aclarai").exists()
 
     assert printed.splitlines()[2:] == [
         f"{notes} note(s), none with aclarai blocks yet: nothing to grade.",

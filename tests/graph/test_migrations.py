@@ -161,8 +161,9 @@ def test_a_graph_of_vault_wide_ids_opens_with_note_scoped_keys_keeping_claims_an
         assert c.score is not None and (c.score.block_id, c.score.entailed_score) == (key, 0.9)
     assert [(c.id, c.block_id) for c in low] == [("c1", keys[0]), ("c2", keys[1])]
     assert (result.changed, result.unchanged) == ((), tuple(keys[:2])), "nothing to grade again"
-    assert (counts.blocks, counts.deleted_blocks, counts.claims) == (2, 1, 3)
-    assert counts.scored_claims == 3
+    # c3 stays with its deleted block, for a restore, and counts nowhere.
+    assert (counts.blocks, counts.deleted_blocks, counts.claims) == (2, 1, 2)
+    assert counts.scored_claims == 2
 
 
 def test_a_database_from_a_newer_aclarai_is_refused_untouched(tmp_path: Path) -> None:
