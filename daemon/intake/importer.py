@@ -89,6 +89,10 @@ class ImportReport:
     unchanged: int = 0
     messages: int = 0
     """Messages written as new blocks (created notes and appended ones)."""
+    messages_read: int = 0
+    """Messages the readers found in the conversations imported (written now, or before)."""
+    edited_away: int = 0
+    """Of those, the ones on branches the user edited away (ChatGPT): never written."""
     skipped: int = 0
     """Files of a folder or zip that no reader claims."""
     errors: list[str] = field(default_factory=list)
@@ -111,6 +115,8 @@ class ImportReport:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.unchanged += other.unchanged
         self.messages += other.messages
+        self.messages_read += other.messages_read
+        self.edited_away += other.edited_away
         self.skipped += other.skipped
         self.errors += other.errors
         self.notes += other.notes
@@ -159,6 +165,13 @@ def import_sources(
         report.skipped += skipped
         report.conversations += len(conversations)
         for done, conversation in enumerate(conversations, 1):
+            report.messages_read += conversation.read_count
+            report.edited_away += conversation.edited_away
+            if conversation.lost:
+                report.errors.append(
+                    f"{source}: {conversation.title!r}: {conversation.lost} of the messages "
+                    "read could not be placed in the conversation and are not written"
+                )
             try:
                 notes.store(conversation, report, dry_run=dry_run)
             except (ParseError, WriteConflict, OSError) as exc:
@@ -460,11 +473,19 @@ def import_rows(report: ImportReport) -> list[tuple[str, object]]:
         ("notes created" + would, report.created),
         ("notes extended" + would, report.extended),
         ("notes unchanged", report.unchanged),
+        ("messages read", _read_row(report)),
         ("messages written" + would, report.messages),
         ("files skipped (no known format)", report.skipped),
         ("errors", len(report.errors)),
         ("time", f"{report.elapsed_s:.2f} s"),
     ]
+
+
+def _read_row(report: ImportReport) -> str:
+    """The messages read, and how many of them were edited away, not to be written."""
+    if not report.edited_away:
+        return str(report.messages_read)
+    return f"{report.messages_read} ({report.edited_away} on branches edited away)"
 
 
 def format_report(report: ImportReport) -> str:

@@ -41,6 +41,22 @@ class Conversation:
     created_at: datetime | None = None
     participants: tuple[str, ...] = field(default=())
     """Speakers in order of first appearance; readers may leave it empty to have it derived."""
+    messages_read: int | None = None
+    """The messages the reader found for this conversation (``None``: :attr:`messages`, all of
+    them). More than :attr:`messages` only by :attr:`edited_away`; anything else was lost, and
+    the importer reports the conversation."""
+    edited_away: int = 0
+    """Messages read on branches the user edited or regenerated away (ChatGPT), not kept."""
+
+    @property
+    def read_count(self) -> int:
+        """How many messages the reader found (:attr:`messages_read`, else :attr:`messages`)."""
+        return len(self.messages) if self.messages_read is None else self.messages_read
+
+    @property
+    def lost(self) -> int:
+        """Messages read that are neither kept nor on a branch edited away."""
+        return max(0, self.read_count - len(self.messages) - self.edited_away)
 
 
 class ExportReader(ABC):

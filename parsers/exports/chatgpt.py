@@ -5,7 +5,11 @@ exporters write it (found by its ``mapping`` object wherever it is in the file: 
 message may push the rest past what detection reads of a file's head). Each keeps its messages as
 a tree, ``mapping`` (node id → ``{message, parent, children}``): editing a prompt
 or regenerating an answer starts a branch. ``current_node`` is the leaf the user last saw, so the
-conversation is that leaf's chain of parents, read root first; the other branches are dropped.
+conversation is that leaf's chain of parents, read root first; the other branches were edited
+away, and are counted as such (:attr:`Conversation.edited_away`). Where the parent links do not
+join the nodes into one tree (single-conversation exporters write nodes without links), every
+message is read, in ``create_time`` order; ties, and messages with no time (after the one before
+them in the mapping), keep the mapping's order.
 
 Kept: ``user`` and ``assistant`` messages addressed to everyone, with content type ``text`` or
 ``multimodal_text``: string parts as they are, an image part as ``[image]`` (``[image: NAME]``
@@ -80,11 +84,19 @@ def _conversation(item: Any, name: str, index: int) -> Conversation:
     where = f"conversation {index + 1}"
     expect(item, dict, name, where)
     mapping = expect(item.get("mapping") or {}, dict, name, f"{where}'s mapping")
-    messages = []
-    for node_id in _current_branch(mapping, item.get("current_node"), name, where):
-        message = _message(node_id, mapping[node_id], name, where)
-        if message is not None:
-            messages.append(message)
+    read = {
+        node_id: message
+        for node_id, node in mapping.items()
+        if isinstance(node, dict) and (message := _message(node_id, node, name, where))
+    }
+    if _one_tree(mapping):
+        leaf = item.get("current_node")
+        branch = _current_branch(mapping, leaf, name, where)
+        messages = [read[node_id] for node_id in branch if node_id in read]
+        below = _below(mapping, branch[-1]) if branch else set()
+        edited_away = sum(1 for node_id in read if node_id not in branch and node_id not in below)
+    else:
+        messages, edited_away = _by_time(list(read.values())), 0
     conversation_id = item.get("id") or item.get("conversation_id")
     return Conversation(
         title=str(item.get("title") or "Untitled conversation"),
@@ -93,7 +105,47 @@ def _conversation(item: Any, name: str, index: int) -> Conversation:
         source_name=name,
         id=str(conversation_id) if conversation_id is not None else None,
         created_at=from_epoch(item.get("create_time")),
+        messages_read=len(read),
+        edited_away=edited_away,
     )
+
+
+def _one_tree(mapping: Mapping[str, Any]) -> bool:
+    """Whether the parent links join the mapping's nodes into one tree (one node without a
+    parent): a branch of it is then the conversation."""
+    roots = sum(1 for node in mapping.values() if isinstance(node, dict) and not node.get("parent"))
+    return roots <= 1
+
+
+def _below(mapping: Mapping[str, Any], leaf: str) -> set[str]:
+    """The nodes under ``leaf`` by their parent links: never edited away (a ``current_node``
+    with children is no leaf, and what follows it is lost, not a branch)."""
+    children: dict[str, list[str]] = {}
+    for node_id, node in mapping.items():
+        parent = node.get("parent") if isinstance(node, dict) else None
+        if isinstance(parent, str):
+            children.setdefault(parent, []).append(node_id)
+    found: set[str] = set()
+    todo = list(children.get(leaf, ()))
+    while todo:
+        node_id = todo.pop()
+        if node_id not in found:
+            found.add(node_id)
+            todo.extend(children.get(node_id, ()))
+    return found
+
+
+def _by_time(messages: list[Message]) -> list[Message]:
+    """``messages`` (in mapping order) in ``create_time`` order, stable: a message with no time
+    keeps its place after the one before it."""
+    keyed = []
+    at = float("-inf")
+    for position, message in enumerate(messages):
+        if message.created_at is not None:
+            at = message.created_at.timestamp()
+        keyed.append((at, position, message))
+    keyed.sort(key=lambda entry: entry[:2])
+    return [message for _, _, message in keyed]
 
 
 def _current_branch(mapping: Mapping[str, Any], leaf: Any, name: str, where: str) -> list[str]:

@@ -254,3 +254,62 @@ def test_create_many_never_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
     assert taken.read_text() == "someone else's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md", "b.md", "taken.md"]
     assert (tmp_path / "a.md").read_bytes() == b"one"
+
+
+UNLINKED = (
+    Path(__file__).parents[1]
+    / "parsers"
+    / "exports"
+    / "samples"
+    / "chatgpt"
+    / "single-conversation-unlinked.json"
+)
+
+
+def _rows(out: str) -> dict[str, str]:
+    return {k.strip(): v for k, _, v in (line.partition("  ") for line in out.splitlines()[2:])}
+
+
+def test_every_message_of_an_unlinked_chatgpt_conversation_is_written(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", str(UNLINKED), "--vault", str(vault)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert (rows["messages read"].strip(), rows["messages written"].strip()) == ("6", "6")
+    [note] = (vault / "conversations").iterdir()
+    assert [b.text.split(":")[0] for b in parse_note(note.read_text()).blocks] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+def test_a_conversation_that_writes_fewer_messages_than_it_read_is_an_error(
+    vault: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = json.loads(UNLINKED.read_bytes())
+    mapping = document["mapping"]
+    # One tree, whose current node is not its leaf: what follows it is on no branch.
+    for parent, child in [("m1", "m2"), ("m2", "m3"), ("m3", "m4"), ("m4", "m5"), ("m4", "m6")]:
+        mapping[child]["parent"] = parent
+    document["current_node"] = "m2"
+    source = write(tmp_path / "porto.json", json.dumps(document).encode())
+    assert main(["import", str(source), "--vault", str(vault)]) == 1
+    captured = capsys.readouterr()
+    assert f"{source}: 'Train to Porto': 4 of the messages read could not be placed" in (
+        captured.err
+    )
+    rows = _rows(captured.out)
+    assert (rows["messages read"].strip(), rows["messages written"].strip()) == ("6", "2")
+
+
+def test_the_summary_counts_the_branches_edited_away(
+    vault: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = UNLINKED.with_name("conversations.json")
+    assert main(["import", str(sample), "--vault", str(vault)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["messages read"].strip().endswith("(2 on branches edited away)")

@@ -95,3 +95,36 @@ def test_broken_trees_are_parse_errors(
 ) -> None:
     with pytest.raises(ParseError, match=words):
         _parse(json.dumps([{"id": "x", "mapping": mapping, "current_node": current}]).encode())
+
+
+UNLINKED = SAMPLE.with_name("single-conversation-unlinked.json")
+
+
+def test_nodes_without_links_are_read_in_time_order() -> None:
+    [porto] = _parse(UNLINKED.read_bytes())
+    # The mapping's order for the two messages at the same time, and the one with no time
+    # after the one before it in the mapping.
+    assert [m.id for m in porto.messages] == ["m1", "m2", "m3", "m4", "m5", "m6"]
+    assert (porto.read_count, porto.edited_away, porto.lost) == (6, 0, 0)
+
+
+def test_the_branches_edited_away_are_counted_and_nothing_is_lost() -> None:
+    packing, _ = _parse(SAMPLE.read_bytes())
+    # "And for a week in Porto?" and its answer were edited away.
+    assert packing.edited_away == 2
+    assert packing.read_count == len(packing.messages) + 2
+    assert packing.lost == 0
+
+
+def test_messages_under_the_current_node_are_lost_not_edited_away() -> None:
+    document = json.loads(UNLINKED.read_bytes())
+    mapping = document["mapping"]
+    for parent, child in [("m1", "m2"), ("m2", "m3"), ("m3", "m4")]:
+        mapping[child]["parent"] = parent
+        mapping[parent]["children"] = [child]
+    mapping["m5"]["parent"] = mapping["m6"]["parent"] = "m4"
+    mapping["m4"]["children"] = ["m5", "m6"]
+    document["current_node"] = "m2"
+    [porto] = _parse(json.dumps(document).encode())
+    assert [m.id for m in porto.messages] == ["m1", "m2"]
+    assert (porto.read_count, porto.edited_away, porto.lost) == (6, 0, 4)
