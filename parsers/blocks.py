@@ -61,6 +61,9 @@ _MAY_START_ELEMENT = re.compile(r" {0,3}(?:[-+*#>|<=_~`]|[0-9]{1,9}[.)])")
 """A line that may start a new Markdown element right after a paragraph line (loosely: a false
 match only costs a parse)."""
 _SCORE_KEYS = frozenset(SCORE_NAMES)
+_ADOPTED_KINDS = frozenset({"paragraph_open", "bullet_list_open", "ordered_list_open"})
+"""The elements ``aclarai adopt`` gives an id: an adopted note's block is one of them."""
+_EMBEDS = re.compile(r"!\[\[[^\]]*\]\]")
 
 
 def decode_note(data: bytes, *, path: str | None = None) -> str:
@@ -238,7 +241,7 @@ def _code_lines(lines: Sequence[str], start: int) -> frozenset[int]:
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     # Only block structure matters; skipping inline parsing roughly halves the cost.
-    return MarkdownIt("commonmark").disable("inline")
+    return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
 def _is_blank(line: str) -> bool:
@@ -488,7 +491,9 @@ def _append_text(pending: list[str], line: str, found: LineComments) -> bool:
 
 def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
     """Where in ``pending`` the last Markdown element starts (a list's last item) and ends: an
-    adopted note's block; empty when no text is left (its paragraph was deleted). Blank
+    adopted note's block; empty when no text is left (its paragraph was deleted) or when that
+    element is none adopt gives an id (a heading, a table, code, a quote, HTML, a paragraph of
+    embeds: the paragraph after it was deleted, and it never takes the paragraph's id). Blank
     lines and empty list items right above the id comment belong to no element: a user who
     pressed Enter after a paragraph or a list item has not parted it from its id.
     ``note_start``: ``pending`` starts at the note's first line (BOM and all)."""
@@ -501,27 +506,32 @@ def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
     if start == end:
         return len(pending), len(pending)
     body = pending[start:end]
-    if len(body) < 2 or not (
+    if note_start and start == 0:
+        body[0] = body[0].lstrip(_BOM)
+    if not (
         body[0][:1].isspace()
         or any(_is_blank(line) or _MAY_START_ELEMENT.match(line) for line in body)
     ):
-        return start, end
-    if note_start and start == 0:
-        body[0] = body[0].lstrip(_BOM)
+        return (start, end) if _EMBEDS.sub("", " ".join(body)).strip() else (end, end)
     # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
     source = "\n".join(line.replace("\r", " ") for line in body)
     last: int | None = None
-    last_is_list = False
+    kind = ""
     item: int | None = None
     for token in _markdown().parse(source):
         if token.map is None:
             continue
         if token.level == 0:
-            last, last_is_list, item = token.map[0], token.type.endswith("_list_open"), None
+            last, kind, item = token.map[0], token.type, None
         elif token.type == "list_item_open" and token.level == 1:
             item = token.map[0]
-    found = item if last_is_list and item is not None else last
-    return start + (found or 0), end
+    found = item if kind.endswith("_list_open") and item is not None else last
+    first = start + (found or 0)
+    if kind not in _ADOPTED_KINDS or (
+        kind == "paragraph_open" and not _EMBEDS.sub("", " ".join(pending[first:end])).strip()
+    ):
+        return end, end
+    return first, end
 
 
 def _without_comments(line: str, comments: Sequence[AclaraiComment]) -> str:

@@ -196,3 +196,42 @@ def test_enter_after_an_adopted_list_item_keeps_its_id() -> None:
     assert blocks[2].text == line
     assert [m.block_id for m in scan_note(edited).markers if m.emptied] == []
     assert adopt_note(edited, salt="retro.md").block_ids == ()
+
+
+ABOVE = [
+    "# Costs",
+    "Costs\n=====",
+    "| item | price |\n| --- | --- |\n| ticket | 900 kr |",
+    "```\nfares.csv\n```",
+    "> [!note] Fares rose in May.",
+    "![[receipt.png]]",
+    "<div>fares</div>",
+    "---",
+]
+
+
+@given(st.sampled_from(ABOVE), st.booleans())
+def test_a_paragraph_deleted_after_an_element_adopt_never_marks_leaves_no_id_on_it(
+    above: str, blank: bool
+) -> None:
+    """Issue 36: deleting the paragraph that follows a heading moved its id onto the heading.
+    Whatever element was above it (and whether a blank line stays), the id is an emptied
+    block's: its lines go, and the element above is no block's."""
+    adopted = adopt_note(f"Intro line.\n\n{above}\n\nThe tickets cost 900 kroner.\n", salt="a.md")
+    intro, tickets = adopted.block_ids
+    edited = adopted.text.replace("The tickets cost 900 kroner.\n", "\n" if blank else "")
+    layout = scan_note(edited)
+    assert [m.block_id for m in layout.markers if m.emptied] == [tickets]
+    assert [b.id for b in layout.note.blocks] == [intro]
+    for tidied in (drop_emptied(edited, layout), adopt_note(edited, salt="a.md").text):
+        assert tickets not in tidied
+        assert above in tidied
+        assert [b.id for b in parse_note(tidied).blocks] == [intro]
+
+
+def test_a_paragraph_right_under_a_heading_keeps_its_id_and_its_own_text() -> None:
+    adopted = adopt_note("# Costs\nThe tickets cost 900 kroner.\n", salt="a.md")
+    (tickets,) = adopted.block_ids
+    assert texts(adopted.text) == ["The tickets cost 900 kroner."]
+    emptied = adopted.text.replace("The tickets cost 900 kroner.\n", "")
+    assert [m.block_id for m in scan_note(emptied).markers if m.emptied] == [tickets]
