@@ -284,9 +284,12 @@ class ImportSettings(_Section):
 
 class AdoptSettings(_Section):
     folders: tuple[str, ...] = ()
-    """Vault folders whose ordinary notes the daemon adopts (gives block ids) as they change,
-    new paragraphs of adopted notes included; the vault's template folders and the dashboard
-    are never adopted."""
+    """Vault folders whose ordinary notes resync and the daemon adopt (give block ids) as they
+    change; the vault's template folders and the dashboard are never adopted."""
+    new_paragraphs: bool = True
+    """A paragraph or list item written into an adopted note (one with aclarai blocks),
+    wherever it is, gets its id from resync and the daemon; false: only from ``aclarai adopt``
+    or ``adopt.folders``."""
 
 
 class LoggingSettings(_Section):

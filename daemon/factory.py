@@ -45,7 +45,6 @@ from aclarai.agents.pool import (
 )
 from aclarai.daemon.config import Config, ProcessingSettings
 from aclarai.daemon.vault.notes import Vault
-from aclarai.daemon.vault.notesync import live_blocks
 from aclarai.daemon.vault.queue import Backoff, DurableQueue
 from aclarai.graph import GraphStore
 
@@ -280,7 +279,7 @@ def build_local_agents(
     if config.model.llm.mode == "per_agent":
         index = VectorIndex(embedder)
         if store is not None:
-            index.upsert(Utterance(b.id, b.text) for b in live_blocks(store))
+            index.upsert(Utterance(b.id, b.text) for b in store.live_blocks())
         tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=index)
     extractor = LLMClaimExtractor(
         client, model=models.for_role("extraction"), prompts=prompts, cache=extract_cache

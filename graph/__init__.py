@@ -14,6 +14,7 @@ from aclarai.graph.base import (
     StoredClaim,
     SyncResult,
     block_key,
+    block_scores,
     claim_quality,
     key_block_id,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "StoredClaim",
     "SyncResult",
     "block_key",
+    "block_scores",
     "claim_quality",
     "key_block_id",
 ]

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from aclarai.parsers import DailyQuality, NoteStats
+from aclarai.parsers import SCORE_NAMES, DailyQuality, NoteStats
 
 KEY_SEPARATOR = "@"
 """Between a block's id and its note in its key: never in an id (``[A-Za-z0-9_-]+``), and the
@@ -193,6 +193,25 @@ def claim_quality(*scores: float | None) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def block_scores(
+    claims: Sequence[StoredClaim], block_hash: str | None = None
+) -> dict[str, float | None]:
+    """A block's value for each score, as its score comments say it: the lowest over its claims
+    with a non-null score (scored against ``block_hash``, the block's current text, when
+    given), so that a block reads as weak as its weakest claim."""
+    result: dict[str, float | None] = {}
+    for name in SCORE_NAMES:
+        values = [
+            value
+            for c in claims
+            if c.score is not None
+            and (block_hash is None or c.score.evaluated_hash == block_hash)
+            and (value := getattr(c.score, name)) is not None
+        ]
+        result[name] = min(values) if values else None
+    return result
+
+
 def check_file_syncs(files: Iterable[FileSync]) -> None:
     """Refuse a ``sync_files`` argument whose block names another file than its own.
 
@@ -287,6 +306,11 @@ class GraphStore(ABC):
     @abstractmethod
     def blocks_of_file(self, path: str) -> list[StoredBlock]:
         """Live blocks of a file, in file order."""
+
+    @abstractmethod
+    def live_blocks(self) -> list[StoredBlock]:
+        """Every live block, by note path then position: those of notes the store forgot
+        (gone from the vault, their blocks not yet marked deleted) included."""
 
     @abstractmethod
     def live_blocks_with_ids(self, block_ids: Iterable[str]) -> list[StoredBlock]:

@@ -166,6 +166,10 @@ LIVE_BLOCKS_WITH_IDS = (
     f"RETURN {BLOCK_FIELDS} ORDER BY b.id"
 )
 
+LIVE_BLOCKS = (
+    f"MATCH (b:Block) WHERE b.deleted_at IS NULL RETURN {BLOCK_FIELDS} ORDER BY b.file, b.position"
+)
+
 BLOCKS_OF_FILE = (
     f"MATCH (b:Block {{file: $path}}) WHERE b.deleted_at IS NULL "
     f"RETURN {BLOCK_FIELDS} ORDER BY b.position"

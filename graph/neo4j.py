@@ -408,6 +408,9 @@ class Neo4jStore(GraphStore):
         rows = self._query("blocks_of_file", cypher.BLOCKS_OF_FILE, {"path": path})
         return [StoredBlock(**row) for row in rows]
 
+    def live_blocks(self) -> list[StoredBlock]:
+        return [StoredBlock(**row) for row in self._query("live_blocks", cypher.LIVE_BLOCKS, {})]
+
     def replace_claims(self, claims_by_block: Mapping[str, Sequence[ClaimRecord]]) -> None:
         """Make these the claims each block originates, in the order given (see GraphStore).
 

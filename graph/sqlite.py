@@ -405,6 +405,14 @@ class SqliteStore(GraphStore):
             ).fetchall()
         return [_stored_block(row) for row in rows]
 
+    def live_blocks(self) -> list[StoredBlock]:
+        with self._read("live_blocks") as conn:
+            rows = conn.execute(
+                f"SELECT {_BLOCK_COLUMNS} FROM blocks WHERE deleted_at IS NULL "
+                "ORDER BY file, position"
+            ).fetchall()
+        return [_stored_block(row) for row in rows]
+
     def live_blocks_with_ids(self, block_ids: Iterable[str]) -> list[StoredBlock]:
         # A key starts with its id and the separator, the character before ``A``: the keys of
         # one id are a range of the primary key, so no index of its own is needed.

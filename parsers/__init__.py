@@ -1,7 +1,7 @@
 """Pure text: the one grammar of ``aclarai:`` comments, Tier 1 blocks and their hashes, score
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
-from aclarai.parsers.adopt import Adopted, adopt_note
+from aclarai.parsers.adopt import Adopted, adopt_note, unmarked_paragraphs
 from aclarai.parsers.blocks import NoteLayout, decode_note, parse_note, scan_note
 from aclarai.parsers.dashboard import (
     ClaimRef,
@@ -101,5 +101,6 @@ __all__ = [
     "split_for_nli",
     "split_sentences",
     "unadopt_note",
+    "unmarked_paragraphs",
     "utc_now",
 ]

@@ -60,6 +60,7 @@ _BOM = "\ufeff"
 _HIDDEN = frozenset({LineKind.MATH, LineKind.COMMENT})
 """Lines no id may go into: Obsidian shows no Markdown there."""
 _ID_CHARS = 16
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|\r?$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,18 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
     result = "\n".join(out)
     _check(layout.note.blocks, result, ids)
     return Adopted(result, tuple(ids), tuple(t.last + 1 for t in targets))
+
+
+def unmarked_paragraphs(layout: NoteLayout) -> int:
+    """How many paragraphs and list items of an adopted note hold text no block holds: what
+    :func:`adopt_note` would give an id (0 for a note that is not adopted)."""
+    if not layout.note.adopted or not layout.unclaimed:
+        return 0
+    lines = layout.lines
+    # Every adopted note has headings, held by no block: most notes need no Markdown parse.
+    if all(_HEADING.match(lines[index]) for index in layout.unclaimed):
+        return 0
+    return len(_targets(lines, _start_line(lines, layout), layout))
 
 
 def _start_line(lines: list[str], layout: NoteLayout) -> int:

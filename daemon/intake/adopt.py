@@ -4,8 +4,9 @@ The text work is :func:`aclarai.parsers.adopt_note`; this module finds the notes
 of the paths given, dot folders skipped), reads them, and writes the adopted text back through
 :func:`aclarai.daemon.vault.writer.write_if_unchanged`, so a note the user changed meanwhile is left
 alone (reported, never overwritten). ``adopt.folders`` names vault folders whose notes
-``aclarai resync`` and the daemon adopt before syncing them: a paragraph typed into an adopted
-note there gets its own id, and an emptied block's lines go. A vault's template folders and the
+``aclarai resync`` and the daemon adopt before syncing them; an adopted note anywhere is adopted
+again after a sync finds in it a paragraph typed since (unless ``adopt.new_paragraphs`` is off)
+or an emptied block, whose lines go (:func:`readopt`). A vault's template folders and the
 dashboard note are never adopted (:mod:`.scope`); ``aclarai unadopt`` undoes it all
 (:mod:`.unadopt`).
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.daemon.intake.scope import AdoptScope, scope_for, vault_root_of
-from aclarai.daemon.vault.notesync import NoteSync
+from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 from aclarai.parsers import (
     ParseError,
@@ -141,32 +142,48 @@ def adopt_files(
     return report
 
 
-def drop_emptied_blocks(
+def readopt(
     notes: NoteSync,
-    rels: Iterable[str],
+    report: SyncReport,
     *,
+    new_paragraphs: bool = True,
+    dashboard: str | None = None,
     on_write: Callable[[Path, os.stat_result], None] | None = None,
 ) -> int:
-    """Take the lines of emptied blocks out of these adopted notes (a sync's
-    ``report.emptied``), then sync them again; return how many notes were written."""
+    """Adopt again the adopted notes a sync found in need (``report.emptied``, and with
+    ``new_paragraphs`` ``report.unmarked``): an emptied block's lines go, and each paragraph
+    or list item typed since gets its id (never in a template folder or the dashboard, see
+    :mod:`.scope`); then sync them again. Returns how many notes were written.
+
+    A note changed meanwhile, or one whose Markdown adopt cannot mark, is left as it is with
+    one log line: the next sync of it tries again.
+    """
+    rels = set(report.emptied)
+    if new_paragraphs:
+        rels.update(report.unmarked)
+    if not rels:
+        return 0
+    scope = scope_for(notes.vault.root, dashboard)
     written: list[str] = []
-    for rel in rels:
+    for rel in sorted(rels):
         note = notes.vault.note(rel)
         if note is None:
             continue
         try:
             content = notes.vault.read(note)
-            text = drop_emptied(content.text, scan_note(content.text))
+            if new_paragraphs and scope.reason_to_skip(note.path) is None:
+                text = adopt_note(content.text, salt=str(note.path.resolve())).text
+            else:
+                text = drop_emptied(content.text, scan_note(content.text))
             if text == content.text:
                 continue
-            data = text.encode("utf-8")
-            st = write_if_unchanged(note.path, data, expected_sha256=content.sha256)
+            st = write_if_unchanged(note.path, text.encode("utf-8"), expected_sha256=content.sha256)
         except (OSError, ParseError, WriteConflict) as exc:
-            log.warning("%s: an emptied block's lines stay for now: %s", rel, exc)
+            log.warning("%s: not adopted again for now: %s", rel, exc)
             continue
         if on_write is not None:
             on_write(note.path, st)
-        log.info("%s: an emptied block's id comment, anchor and scores taken out", rel)
+        log.info("%s: adopted again (new paragraphs given ids, emptied blocks taken out)", rel)
         written.append(rel)
     again = [note for note in map(notes.vault.note, written) if note is not None]
     if again:

@@ -1,9 +1,9 @@
 """The loop that keeps a vault graded: the daemon (:mod:`.daemon`, ``aclarai watch``) and the
 one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.watcher`), the
 DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`; its
-first stage in :mod:`.grading`, a take's records in :mod:`.take`), deletions held for a grace
-period (:mod:`.deletions`), the commands that reach a running daemon (:mod:`.remote`), its
-record and watchdog word (:mod:`.liveness`) and systemd (:mod:`.systemd`)."""
+first stage in :mod:`.grading`, a take's records in :mod:`.take`), the commands that reach a
+running daemon (:mod:`.remote`), its record and watchdog word (:mod:`.liveness`) and systemd
+(:mod:`.systemd`)."""
 
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.daemon import run_daemon

@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from aclarai.agents import ClaimExtractor, Evaluator, VectorIndex
@@ -44,9 +44,8 @@ from aclarai.daemon.vault.notes import NoteContent, NoteFile
 from aclarai.daemon.vault.notesync import NoteSync, NoteWrite
 from aclarai.daemon.vault.queue import DurableQueue, QueueEntry
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import GraphStore, StoredClaim, block_key
+from aclarai.graph import GraphStore, block_key, block_scores
 from aclarai.parsers import (
-    SCORE_NAMES,
     AclaraiError,
     BrokerUnavailable,
     EvaluationError,
@@ -62,24 +61,6 @@ log = logging.getLogger(__name__)
 CONFLICT_RETRY_S = 1.0
 STORE_RETRY_S = 5.0
 MODEL_RETRY_MAX_S = 300.0
-
-
-def block_scores(
-    claims: Sequence[StoredClaim], block_hash: str | None = None
-) -> dict[str, float | None]:
-    """A block's value for each score: the minimum over its claims with a non-null score
-    (scored against ``block_hash``, the block's current text, when given)."""
-    result: dict[str, float | None] = {}
-    for name in SCORE_NAMES:
-        values = [
-            value
-            for c in claims
-            if c.score is not None
-            and (block_hash is None or c.score.evaluated_hash == block_hash)
-            and (value := getattr(c.score, name)) is not None
-        ]
-        result[name] = min(values) if values else None
-    return result
 
 
 def _format_scores(scores: dict[str, float | None]) -> str:

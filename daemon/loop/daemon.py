@@ -44,11 +44,10 @@ from aclarai.daemon.factory import (
     build_vault,
     consumer_processing,
 )
-from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
+from aclarai.daemon.intake.adopt import adopt_files, readopt
 from aclarai.daemon.intake.importer import ImportReport
 from aclarai.daemon.intake.inbox import InboxWatcher, drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
-from aclarai.daemon.loop.deletions import PendingDeletes
 from aclarai.daemon.loop.liveness import daemon_liveness
 from aclarai.daemon.loop.resync import (
     ResyncSummary,
@@ -143,7 +142,6 @@ class _Daemon:
         self.liveness = daemon_liveness(self.queue, self.notifier, self.agents, config)
         self.consumer = self._consumer(self.agents.evaluator, reevaluate=False)
         self.consumer_thread = threading.Thread(target=self._consume, name="aclarai-consumer")
-        self.deletes = PendingDeletes(self.notes, config.watch.delete_grace_s)
         self.dashboard = DashboardRefresher(
             config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
         )
@@ -239,13 +237,13 @@ class _Daemon:
         if changes.touched or changes.gone:
             self.liveness.looked()
         now = time.monotonic()
-        if not (self._touched or self._gone or len(self.deletes)) or now < self._retry_at:
+        if not (self._touched or self._gone or self.notes.unsettled) or now < self._retry_at:
             return
         # A full reconcile may hold the sync lock for a while; keep the changes for later.
         if not self.notes.lock.acquire(timeout=0.2):
             return
         try:
-            self._sync_changes(now)
+            self._sync_changes()
         except (AclaraiError, OSError) as exc:
             log.warning("could not sync changed notes (%s); retrying in %.0f s", exc, SYNC_RETRY_S)
             self.liveness.error(f"could not sync changed notes: {exc}")
@@ -261,7 +259,7 @@ class _Daemon:
         finally:
             self.notes.lock.release()
 
-    def _sync_changes(self, now: float) -> None:
+    def _sync_changes(self) -> None:
         gone = sorted(self._gone)
         notes = []
         for rel in sorted(self._touched):
@@ -270,7 +268,6 @@ class _Daemon:
                 gone.append(rel)
             else:
                 notes.append(note)
-        lost: dict[str, str] = {}
         adopting = [n.path for n in notes if any(n.rel.startswith(f) for f in self.adopt_prefixes)]
         if adopting:
             adopt_files(
@@ -284,13 +281,17 @@ class _Daemon:
             report = self.notes.sync_notes(notes)
             for rel in sorted(report.dirty_files):
                 log.info("%s changed: its dirty blocks are queued", rel)
-            lost.update(report.vanished)
-            if report.emptied:
-                drop_emptied_blocks(self.notes, report.emptied, on_write=self._adopted)
-            if report.dirty_blocks:
+            readopted = readopt(
+                self.notes,
+                report,
+                new_paragraphs=self.config.adopt.new_paragraphs,
+                dashboard=self.config.dashboard.path,
+                on_write=self._adopted,
+            )
+            if report.dirty_blocks or readopted:
                 self.wake.set()
         if gone:
-            lost.update(self.notes.forget(gone))
+            lost = self.notes.forget(gone)
             for rel in gone:
                 count = sum(1 for f in lost.values() if f == rel)
                 log.log(
@@ -299,12 +300,12 @@ class _Daemon:
                     "in another note",
                     rel,
                     count,
-                    self.deletes.grace_s,
+                    self.config.watch.delete_grace_s,
                 )
         self._touched.clear()
         self._gone.clear()
-        self.deletes.add(lost, now)
-        self.deletes.finalize(now)
+        if self.notes.settle(grace_s=self.config.watch.delete_grace_s):
+            self.dashboard.mark()
 
     def _adopted(self, path: Path, st: os.stat_result) -> None:
         rel = self.vault.rel(path)
@@ -402,9 +403,12 @@ class _Daemon:
         *,
         reevaluate: bool = False,
         extra_usage: UsageCounters | None = None,
+        asked: bool = False,
     ) -> ResyncSummary:
         """Sync the vault and drain under both locks; ``extra_usage`` counts what ``consumer``'s own
-        evaluator spends, when it is not the daemon's."""
+        evaluator spends, when it is not the daemon's. A pass the user ``asked`` for (``aclarai
+        resync``) marks the blocks that left their notes deleted at once, as a resync does;
+        the others leave them their grace."""
         with self.reconcile_lock, self.drain_lock:
             counters = [c for c in (self.agents.usage, extra_usage) if c is not None]
             before = [c.snapshot() for c in counters]
@@ -412,7 +416,13 @@ class _Daemon:
             log.info("reconcile (%s) started", reason)
             imported = self._drain_inbox()
             report, stats = reconcile(
-                self.notes, consumer or self.consumer, self.queue, reevaluate=reevaluate
+                self.notes,
+                consumer or self.consumer,
+                self.queue,
+                reevaluate=reevaluate,
+                adopt=self.config.adopt,
+                dashboard=self.config.dashboard.path,
+                settle_grace_s=0.0 if asked else self.config.watch.delete_grace_s,
             )
             elapsed = time.monotonic() - started
             self.liveness.looked()
@@ -467,14 +477,18 @@ class _Daemon:
                 imported=None if self.inbox is None else drain_inbox(self.inbox, dry_run=True)[0],
             )
         if not request.reevaluate:
-            return self._reconcile("resync request")
+            return self._reconcile("resync request", asked=True)
         fresh = build_agents(
             self.config, self.state_dir, reevaluate=True, remote=self.agents.remote
         )
         try:
             consumer = self._consumer(fresh.evaluator, reevaluate=True)
             return self._reconcile(
-                "resync --reevaluate", consumer, reevaluate=True, extra_usage=fresh.usage
+                "resync --reevaluate",
+                consumer,
+                reevaluate=True,
+                extra_usage=fresh.usage,
+                asked=True,
             )
         finally:
             UsageRecorder(self.queue, fresh.usage).flush()

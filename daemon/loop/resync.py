@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aclarai.daemon.config import Config
+from aclarai.daemon.config import AdoptSettings, Config
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
@@ -23,7 +23,7 @@ from aclarai.daemon.factory import (
     build_vault,
     consumer_processing,
 )
-from aclarai.daemon.intake.adopt import adopt_files, drop_emptied_blocks
+from aclarai.daemon.intake.adopt import adopt_files, readopt
 from aclarai.daemon.intake.importer import ImportReport, import_rows
 from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
@@ -33,7 +33,7 @@ from aclarai.daemon.reports.dashboard import DashboardWrite, graph_counts, refre
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
-from aclarai.daemon.vault.notesync import NoteSync, SyncReport, live_blocks
+from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.daemon.vault.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
@@ -84,35 +84,38 @@ def reconcile(
     *,
     reevaluate: bool = False,
     progress: Callable[[int], None] | None = None,
+    adopt: AdoptSettings | None = None,
+    dashboard: str | None = None,
+    settle_grace_s: float = 0.0,
 ) -> tuple[SyncReport, DrainStats]:
     """Sync the whole vault and drain the queue: resync and the daemon's reconcile.
 
     The queue is drained after each batch of notes is synced, while the consumer still holds
-    those notes as synced (no second read or parse), and once more at the end. Once the model
-    endpoint is found unreachable the pass only syncs; once the store is, it stops. Either way
-    the work stays queued.
+    those notes as synced (no second read or parse), and once more at the end. Adopted notes
+    the sync found in need are adopted again (``adopt``, see
+    :func:`~aclarai.daemon.intake.adopt.readopt`). Blocks that left their notes at least
+    ``settle_grace_s`` ago are marked deleted, those a drain's syncs found gone included. Once
+    the model endpoint is found unreachable the pass only syncs; once the store is, it stops.
+    Either way the work stays queued.
     """
     stats = DrainStats()
+    new_paragraphs = True if adopt is None else adopt.new_paragraphs
 
     def drain() -> bool:
         if not (stats.model_outages or stats.store_errors):
             stats.add(consumer.drain())
         return not stats.store_errors
 
-    report = notes.sync_vault(progress=progress, on_batch=drain)
-    if report.emptied and not stats.store_errors:
-        drop_emptied_blocks(notes, report.emptied)
+    report = notes.sync_vault(progress=progress, on_batch=drain, settle_grace_s=settle_grace_s)
+    if not stats.store_errors:
+        readopt(notes, report, new_paragraphs=new_paragraphs, dashboard=dashboard)
     if reevaluate and not stats.store_errors:
-        queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in live_blocks(notes.store))
+        queue.enqueue(Dirty(b.id, b.file, b.hash, "rescore") for b in notes.store.live_blocks())
     drain()
-    # Blocks the last drain's syncs found gone (a note edited during the pass): a whole pass
-    # marks them deleted like the ones its walk found.
-    lost = notes.take_lost()
-    if lost and not stats.store_errors:
-        vanished = notes.vanished(lost)
-        report.vanished.update(vanished)
-        if vanished:
-            report.deleted_blocks += notes.store.mark_deleted(vanished)
+    if not stats.store_errors:
+        late = notes.settle(grace_s=settle_grace_s)
+        report.vanished.update(late)
+        report.deleted_blocks += len(late)
     return report, stats
 
 
@@ -216,7 +219,13 @@ def resync(
                         cancel=agents.cancel,
                     )
                     report, stats = reconcile(
-                        notes, consumer, queue, reevaluate=reevaluate, progress=progress
+                        notes,
+                        consumer,
+                        queue,
+                        reevaluate=reevaluate,
+                        progress=progress,
+                        adopt=config.adopt,
+                        dashboard=config.dashboard.path,
                     )
                 finally:
                     usage = agents.usage.snapshot() if agents.usage is not None else {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
 from aclarai.daemon.reports.dashboard import graph_counts
+from aclarai.daemon.reports.verify import Difference, differences
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
     MODEL_DOWN_META,
@@ -33,8 +34,7 @@ from aclarai.daemon.vault.control import (
     read_usage,
 )
 from aclarai.daemon.vault.lock import live_holder
-from aclarai.daemon.vault.notesync import NoteSync
-from aclarai.daemon.vault.queue import QueueEntry
+from aclarai.daemon.vault.queue import DEAD, QueueEntry
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, StoreCounts, StoredClaim, key_block_id
 from aclarai.parsers import BrokerUnavailable, format_utc, shown_threshold
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 STALE_HEARTBEAT_S = 30.0
 LOW_QUALITY_SHOWN = 10
+DIFFERENCES_SHOWN = 50
 CLAIM_TEXT_SHOWN = 80
 
 
@@ -81,8 +82,14 @@ class Status:
     paused: bool
     counts: StoreCounts | None
     counts_error: str | None
-    drift: int | None = None
-    """With --verify: blocks whose stored hash differs from the vault's (0 when in step)."""
+    differences: list[Difference] | None = None
+    """With --verify: how the graph differs from a fresh parse of the vault (empty when in
+    step, see :mod:`.verify`)."""
+    settling: int = 0
+    """Notes that lost blocks the graph still holds: until they settle (``watch.delete_grace_s``
+    under the daemon, in case they were moved), the graph is not in step."""
+    unmarked: tuple[int, int] = (0, 0)
+    """Paragraphs of adopted notes with no id yet, and the notes holding them."""
     heartbeat: Heartbeat | None = None
     """The daemon's last stamp (it stamps every few seconds while it runs)."""
     quality_threshold: float = DEFAULT_QUALITY_THRESHOLD
@@ -114,9 +121,13 @@ class Status:
 
     @property
     def graded(self) -> bool:
-        """Whether every change seen so far is graded: nothing queued (dead letters aside), and
-        the holder, if any, idle (nothing settling, syncing or grading)."""
-        return self.queue_depth == 0 and (self.holder_pid is None or self.activity == "idle")
+        """Whether every change seen so far is graded: nothing queued (dead letters aside), no
+        note settling, and the holder, if any, idle (nothing settling, syncing or grading)."""
+        return (
+            self.queue_depth == 0
+            and self.settling == 0
+            and (self.holder_pid is None or self.activity == "idle")
+        )
 
 
 def collect_status(
@@ -153,12 +164,15 @@ def collect_status(
         usage = read_usage(queue)
         model_down = queue.get_meta(MODEL_DOWN_META)
         oldest = queue.oldest_waiting()
+        settling = len(queue.settling())
+        unmarked = queue.unmarked()
+        queued = {e.block_id for e in queue.entries() if e.state != DEAD} if verify else set()
     finally:
         queue.close()
     holder = live_holder(state_dir)
     side = _GraphSide(error="not read")
     if graph:
-        side = _read_graph(config, state_dir, vault_root, verify=verify)
+        side = _read_graph(config, state_dir, vault_root, verify=verify, queued=queued)
     return Status(
         vault=vault_root,
         state_dir=state_dir,
@@ -170,7 +184,9 @@ def collect_status(
         paused=paused,
         counts=side.counts,
         counts_error=side.error,
-        drift=side.drift,
+        differences=side.differences,
+        settling=settling,
+        unmarked=unmarked,
         heartbeat=heartbeat,
         quality_threshold=threshold,
         low_quality=side.low_quality,
@@ -259,6 +275,11 @@ JSON_KEYS: dict[str, str] = {
     "model_down_since": "since when the model endpoint has not answered, else null",
     "last_resync": "when the last full pass ended, else null",
     "counts": "files, blocks, claims … in the graph, else null",
+    "settling": "notes that lost blocks the graph still holds, until they settle",
+    "unmarked_paragraphs": "paragraphs of adopted notes with no id yet (not graded)",
+    "unmarked_notes": "the adopted notes holding them",
+    "verify": "with --verify: each difference between the graph and a fresh parse of the "
+    "vault (file, block_id, difference; empty when in step), else null",
     "workers": "with workers.redis_url: the grading workers seen, the backlog, the results "
     "waiting and the dead letters (see the README), else null",
 }
@@ -296,6 +317,15 @@ def status_json(status: Status) -> dict[str, Any]:
         "model_down_since": status.model_down_since,
         "last_resync": status.last_resync,
         "counts": asdict(status.counts) if status.counts is not None else None,
+        "settling": status.settling,
+        "unmarked_paragraphs": status.unmarked[0],
+        "unmarked_notes": status.unmarked[1],
+        "verify": None
+        if status.differences is None
+        else [
+            {"file": d.file, "block_id": d.block_id, "difference": d.what}
+            for d in status.differences
+        ],
         "workers": _workers_json(status.workers),
     }
     return data
@@ -344,11 +374,13 @@ def _age(unix_s: float | None) -> float | None:
 class _GraphSide:
     counts: StoreCounts | None = None
     error: str | None = None
-    drift: int | None = None
+    differences: list[Difference] | None = None
     low_quality: list[StoredClaim] = field(default_factory=list)
 
 
-def _read_graph(config: Config, state_dir: Path, vault_root: Path, *, verify: bool) -> _GraphSide:
+def _read_graph(
+    config: Config, state_dir: Path, vault_root: Path, *, verify: bool, queued: Collection[str]
+) -> _GraphSide:
     threshold = config.threshold.claim_quality
     side = _GraphSide()
     try:
@@ -359,8 +391,7 @@ def _read_graph(config: Config, state_dir: Path, vault_root: Path, *, verify: bo
                 shown_threshold(threshold), LOW_QUALITY_SHOWN
             )
             if verify:
-                notes = NoteSync(build_vault(config, vault_root), store, None)
-                side.drift = notes.sync_vault(dry_run=True, force_read=True).dirty_blocks
+                side.differences = differences(build_vault(config, vault_root), store, queued)
         finally:
             store.close()
     except Exception as exc:
@@ -407,10 +438,19 @@ def format_status(status: Status) -> str:
         lines.append(f"model        unreachable since {status.model_down_since}, work queued")
     if status.workers is not None:
         lines += _workers_lines(status.workers)
-    if status.drift is not None:
-        drift = "in step" if status.drift == 0 else f"{status.drift} block(s) differ from the vault"
-        lines.append(f"verify       {drift}")
+    if status.differences is not None:
+        lines += _verify_lines(status.differences)
     return "\n".join(lines)
+
+
+def _verify_lines(found: list[Difference]) -> list[str]:
+    if not found:
+        return ["verify       in step: the graph says what the vault says"]
+    lines = [f"verify       {len(found)} difference(s) between the graph and the vault:"]
+    lines += [f"  {difference}" for difference in found[:DIFFERENCES_SHOWN]]
+    if len(found) > DIFFERENCES_SHOWN:
+        lines.append(f"  and {len(found) - DIFFERENCES_SHOWN} more (--json lists them all)")
+    return lines
 
 
 def _workers_lines(workers: WorkersStatus) -> list[str]:
@@ -471,10 +511,20 @@ def _looked_line(status: Status) -> str:
 
 
 def _ungraded_line(status: Status) -> str:
-    if status.oldest_waiting is None:
-        return "none: every change seen is graded" if status.graded else "none queued"
-    note, since = status.oldest_waiting
-    return f"oldest change {_ago(since)}, in {note} ({status.queue_depth} block(s) wait)"
+    if status.oldest_waiting is not None:
+        note, since = status.oldest_waiting
+        line = f"oldest change {_ago(since)}, in {note} ({status.queue_depth} block(s) wait)"
+    elif status.settling:
+        line = f"none queued; {status.settling} note(s) settling (blocks that left them)"
+    else:
+        line = "none: every change seen is graded" if status.graded else "none queued"
+    paragraphs, notes = status.unmarked
+    if paragraphs:
+        line += (
+            f"; {paragraphs} paragraph(s) of {notes} adopted note(s) have no id yet, and are "
+            "not graded (`aclarai adopt` gives them one)"
+        )
+    return line
 
 
 def _error_line(status: Status) -> str:

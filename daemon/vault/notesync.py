@@ -8,8 +8,15 @@ Obsidian: the same ``^summary`` in two notes (made from one template) is two blo
 learns of a change *before* the store learns the new hash, so a crash between the two never loses
 it. The result is a :class:`SyncedNote`, a value saying what the note holds and what changed.
 
-``resync``, the daemon's watch path and reconcile, the consumer and the pending deletions all
-go through :class:`NoteSync`; nothing else calls the store's ``sync_files``. The last synced
+A block that leaves its note stays live in the store for a while: it may have been cut to be
+pasted into another note, which then takes it over with its claims and scores. Every note a sync
+may leave such blocks in is written down in the queue's database *before* the store sync, and
+:meth:`NoteSync.settle` later marks deleted whatever such a note still does not hold (at once in
+a whole pass, after ``watch.delete_grace_s`` in the daemon): a crash, a stop or a restart in
+between forgets none of them, so the graph always comes to say what the vault says.
+
+``resync``, the daemon's watch path and reconcile, the consumer and the settling all go through
+:class:`NoteSync`; nothing else calls the store's ``sync_files``. The last synced
 notes are kept in memory, so the consumer that takes a note the watch path just synced starts
 from the same bytes and parse without reading or parsing it again: the conditional write's
 re-hash is what proves the note did not change meanwhile.
@@ -20,6 +27,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,8 +35,22 @@ from dataclasses import dataclass, field, replace
 from aclarai.daemon.vault.moves import BlockMoves
 from aclarai.daemon.vault.notes import NoteContent, NoteFile, Vault
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
-from aclarai.graph import BlockRecord, FileState, FileSync, GraphStore, StoredBlock, block_key
-from aclarai.parsers import NoteLayout, ParsedNote, ParseError, ProblemKind, scan_note
+from aclarai.graph import (
+    BlockRecord,
+    FileState,
+    FileSync,
+    GraphStore,
+    block_key,
+    key_block_id,
+)
+from aclarai.parsers import (
+    NoteLayout,
+    ParsedNote,
+    ParseError,
+    ProblemKind,
+    scan_note,
+    unmarked_paragraphs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +79,12 @@ class SyncReport:
     dirty_files: dict[str, int] = field(default_factory=dict)
     """Dirty blocks per note."""
     vanished: dict[str, str] = field(default_factory=dict)
-    """Blocks no note holds any more, with the note that lost them (a whole-vault sync marks
-    them deleted at once; the daemon waits for the grace period)."""
+    """Blocks a whole-vault sync marked deleted (no note holds them any more), with the note
+    that lost them."""
     emptied: list[str] = field(default_factory=list)
     """Adopted notes holding an emptied block (its paragraph deleted), whose lines are to go."""
+    unmarked: dict[str, int] = field(default_factory=dict)
+    """Adopted notes holding paragraphs or list items with no id yet, and how many."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +97,6 @@ class SyncedNote:
     """The note's blocks, numbered in note order."""
     changed: tuple[str, ...] = ()
     """Blocks whose text this sync found new, restored or different (and enqueued)."""
-    removed: tuple[str, ...] = ()
-    """Blocks the store had in this note that it no longer holds."""
     seen: tuple[int, int] = (0, 0)
     """The file's (mtime_ns, size) taken before it was read: while the file still shows them,
     it holds ``content`` (a racily clean read is checked by the conditional write instead)."""
@@ -102,12 +124,6 @@ def file_state(content: NoteContent) -> FileState:
         size=content.note.size,
         sha256=content.sha256,
     )
-
-
-def live_blocks(store: GraphStore) -> Iterator[StoredBlock]:
-    """Every live block the store holds, note by note in path order."""
-    for path in sorted(store.file_states()):
-        yield from store.blocks_of_file(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +178,9 @@ class NoteSync:
         self.lock = threading.RLock()
         """Held by every sync, so a note is never synced by two threads at once."""
         self._recent: OrderedDict[str, SyncedNote] = OrderedDict()
-        self._lost: dict[str, str] = {}
-        """Blocks that syncs made for the consumer found gone from their note (key -> note),
-        handed to the next report's ``vanished``: the store still places them there, and the
-        note's bytes now match the store, so no later sync would report them."""
+        self.unsettled = queue is not None
+        """Whether some note may be left to settle (the queue says which); set by every sync
+        that leaves blocks behind, cleared once a settle finds none left."""
         self.moves = BlockMoves(store, vault, self.held_ids)
 
     def sync_vault(
@@ -175,10 +190,11 @@ class NoteSync:
         force_read: bool = False,
         progress: Callable[[int], None] | None = None,
         on_batch: Callable[[], bool] | None = None,
+        settle_grace_s: float = 0.0,
     ) -> SyncReport:
-        """Sync every note of the vault; forget the notes it no longer holds and mark their
-        blocks (and every block no note took over) deleted; queue again the blocks whose
-        claims have null scores.
+        """Sync every note of the vault; forget the notes it no longer holds; settle (see
+        :meth:`settle`) what was left at least ``settle_grace_s`` ago, every note at once by
+        default; queue again the blocks whose claims have null scores.
 
         With ``dry_run`` nothing is enqueued or stored: the report says what would change.
         ``force_read`` ignores the recorded file states (``status --verify``). ``on_batch``
@@ -201,46 +217,61 @@ class NoteSync:
                 yield note
 
         look = _Look.EVERY_NOTE if force_read else _Look.CHANGED
-        removed = self._sync(walk(), states, report, dry_run, look, progress, on_batch)
-        if removed is None:
+        if not self._sync(walk(), states, report, dry_run, look, progress, on_batch):
             return report
         with self.lock:
             gone = sorted(set(states) - seen)
             if dry_run:
                 report.deleted_blocks += sum(len(self.store.blocks_of_file(p)) for p in gone)
                 return report
-            removed.update(self.forget(gone))
-            removed.update(self.take_lost())
-            if removed:
-                report.vanished = self.vanished(removed)
-                if report.vanished:
-                    report.deleted_blocks += self.store.mark_deleted(report.vanished)
-                    self.moves.left.difference_update(report.vanished)
+            self.forget(gone)
+            report.vanished = self.settle(grace_s=settle_grace_s)
+            report.deleted_blocks += len(report.vanished)
             if self.queue is not None:
                 report.rescore_blocks = self._enqueue_null_scores()
             return report
 
     def sync_notes(self, notes: Sequence[NoteFile]) -> SyncReport:
         """Sync these notes, which the watcher saw change, so each is read whatever its size
-        and mtime say (the watch path). ``report.vanished`` lists the blocks they lost that no
-        synced note took over; nothing is marked deleted here."""
+        and mtime say (the watch path). The blocks they lost are left to :meth:`settle`."""
         with self.lock:
             report = SyncReport()
             states = self.store.file_states([n.rel for n in notes])
-            removed = (
-                self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None)
-                or {}
-            )
-            removed.update(self.take_lost())
-            if removed:
-                report.vanished = self.vanished(removed)
+            self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None)
             return report
 
-    def take_lost(self) -> dict[str, str]:
-        """The blocks the consumer's syncs found gone from their notes since the last call."""
+    def settle(self, *, grace_s: float = 0.0, now: float | None = None) -> dict[str, str]:
+        """Mark deleted the blocks the store still places in notes that no longer hold them,
+        among the notes a sync left to settle at least ``grace_s`` ago (Unix time ``now``):
+        no note took them over meanwhile. The blocks of a note that cannot be read stay as its
+        last sync left them (its next sync settles it again).
+
+        Returns:
+            The blocks marked deleted (key -> the note that lost them).
+        """
+        if self.queue is None:
+            return {}
         with self.lock:
-            lost, self._lost = self._lost, {}
-            return lost
+            cutoff = (time.time() if now is None else now) - grace_s
+            due = self.queue.settling(before=cutoff)
+            gone: dict[str, str] = {}
+            done = []
+            for rel in due:
+                held = self.held_ids(rel)
+                if held is not None:
+                    gone.update(
+                        (b.id, rel) for b in self.store.blocks_of_file(rel) if b.id not in held
+                    )
+                done.append(rel)
+            if gone:
+                self.store.mark_deleted(gone)
+                self.moves.left.difference_update(gone)
+                for rel in sorted(set(gone.values())):
+                    ids = sorted(key_block_id(bid) for bid, note in gone.items() if note == rel)
+                    log.info("%s: %d block(s) marked deleted: %s", rel, len(ids), ", ".join(ids))
+            self.queue.settled(done, before=cutoff)
+            self.unsettled = bool(self.queue.settling())
+            return gone
 
     def current(self, rel: str, in_flight: Collection[str] = ()) -> SyncedNote | None:
         """The note at ``rel`` as the store holds it now: the last synced note when its file
@@ -269,7 +300,6 @@ class NoteSync:
                 [synced] = self._flush(
                     [_Read(note, content, layout)], SyncReport(), False, in_flight
                 )
-                self._lost.update(dict.fromkeys(synced.removed, rel))
                 return synced
             # The store already holds these bytes: nothing to sync.
             records = tuple(block_records(rel, layout.note))
@@ -294,7 +324,6 @@ class NoteSync:
                 if state is None or state.sha256 != w.before.content.sha256:
                     read = _Read(w.content.note, w.content, w.layout)
                     [synced] = self._flush([read], SyncReport(), False)
-                    self._lost.update(dict.fromkeys(synced.removed, synced.rel))
                     result.append(synced)
                 else:
                     recorded.append(w)
@@ -332,24 +361,24 @@ class NoteSync:
         return {block_key(rel, b.id) for b in scan_note(content.text).note.blocks}
 
     def forget(self, paths: Sequence[str]) -> dict[str, str]:
-        """Drop notes that are gone from the store; return their live blocks (key -> note)."""
+        """Drop notes that are gone from the store, leaving their blocks to :meth:`settle`;
+        return their live blocks (key -> note)."""
         if not paths:
             return {}
         with self.lock:
             for rel in paths:
                 self._recent.pop(rel, None)
                 self.moves.seen.pop(rel, None)
+            self._settle_later(paths)
+            if self.queue is not None:
+                self.queue.count_unmarked(dict.fromkeys(paths, 0))
             ids = self.store.forget_files(paths)
             return {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
 
-    def vanished(self, removed: dict[str, str]) -> dict[str, str]:
-        """The blocks among ``removed`` (key -> note that lost it) no synced note took over."""
-        current = self.store.get_blocks(removed)
-        return {
-            bid: removed[bid]
-            for bid, block in sorted(current.items())
-            if block.deleted_at is None and block.file == removed[bid]
-        }
+    def _settle_later(self, paths: Collection[str]) -> None:
+        if self.queue is not None and paths:
+            self.queue.settle_later(paths)
+            self.unsettled = True
 
     def _sync(
         self,
@@ -360,18 +389,15 @@ class NoteSync:
         look: _Look,
         progress: Callable[[int], None] | None,
         on_batch: Callable[[], bool] | None,
-    ) -> dict[str, str] | None:
-        """Sync ``notes`` in batches; return the blocks they lost (key -> note), or ``None``
-        when ``on_batch`` stopped the walk."""
-        removed: dict[str, str] = {}
+    ) -> bool:
+        """Sync ``notes`` in batches; False when ``on_batch`` stopped the walk."""
         batch: list[_Read] = []
         # The notes passed so far: each was in step with the store when the walk met it.
         walked: set[str] = set()
 
         def flush() -> bool:
             with self.lock:
-                for note in self._flush(batch, report, dry_run, walked=walked):
-                    removed.update(dict.fromkeys(note.removed, note.rel))
+                self._flush(batch, report, dry_run, walked=walked)
             go_on = not batch or on_batch is None or on_batch()
             batch.clear()
             return go_on
@@ -386,8 +412,8 @@ class NoteSync:
                 continue
             batch.append(read)
             if len(batch) >= BATCH_FILES and not flush():
-                return None
-        return removed if flush() else None
+                return False
+        return flush()
 
     def _read_if_changed(
         self,
@@ -476,6 +502,8 @@ class NoteSync:
             syncs.append(FileSync(file_state(read.content), records))
             kept_by_note.append((read, new))
         report.dirty_blocks += len(dirty)
+        unmarked = {r.note.rel: unmarked_paragraphs(r.layout) for r in batch}
+        report.unmarked.update((rel, n) for rel, n in unmarked.items() if n)
         if dry_run:
             return []
         if self.queue is not None:
@@ -486,7 +514,13 @@ class NoteSync:
                 if (old := sources.get(b.id))
             )
             self.queue.enqueue(dirty)
+        # Before the store learns the notes: a crash after it forgets no block they left.
+        self._settle_later([r.note.rel for r in batch])
+        if self.queue is not None:
+            self.queue.count_unmarked(unmarked)
         results = self.store.sync_files(syncs)
+        if self.queue is not None:
+            self.queue.settled(r.path for r in results if not r.removed)
         self.moves.left.difference_update(old.id for old in sources.values())
         synced = []
         for (read, new), result in zip(kept_by_note, results, strict=True):
@@ -495,7 +529,7 @@ class NoteSync:
             note = SyncedNote(read.content, read.layout, tuple(every[rel]), seen=_stat(read.note))
             # What changed is this sync's news: the note remembered for later takes has none.
             self._remember(note)
-            synced.append(replace(note, changed=tuple(sorted(new)), removed=result.removed))
+            synced.append(replace(note, changed=tuple(sorted(new))))
         return synced
 
     def _remember(self, synced: SyncedNote) -> SyncedNote:

@@ -17,7 +17,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (state, next_attempt_at);
 CREATE INDEX IF NOT EXISTS outbox_file ON outbox (file, state, next_attempt_at);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settling (file TEXT PRIMARY KEY, since REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS unmarked (file TEXT PRIMARY KEY, paragraphs INTEGER NOT NULL);
 """
 
 
@@ -182,6 +184,56 @@ class DurableQueue:
             [(new, file, now, old, new) for old, new, file in moves],
             ("DELETE FROM outbox WHERE block_id = ?", [(old,) for old, _, _ in moves]),
         )
+
+    def settle_later(self, files: Iterable[str]) -> None:
+        """Remember notes whose sync may leave blocks in the store that they no longer hold,
+        from now, until :meth:`settled` (see :meth:`NoteSync.settle`)."""
+        now = time.time()
+        rows = [(file, now) for file in files]
+        if rows:
+            self._write(
+                "INSERT INTO settling (file, since) VALUES (?, ?)"
+                " ON CONFLICT (file) DO UPDATE SET since = excluded.since",
+                rows,
+            )
+
+    def count_unmarked(self, paragraphs: Mapping[str, int]) -> None:
+        """Record how many paragraphs of each of these adopted notes have no id yet (0: none,
+        or the note is gone)."""
+        if not paragraphs:
+            return
+        self._write(
+            "DELETE FROM unmarked WHERE file = ?",
+            [(file,) for file, count in paragraphs.items() if not count],
+            (
+                "INSERT INTO unmarked (file, paragraphs) VALUES (?, ?)"
+                " ON CONFLICT (file) DO UPDATE SET paragraphs = excluded.paragraphs",
+                [(file, count) for file, count in paragraphs.items() if count],
+            ),
+        )
+
+    def unmarked(self) -> tuple[int, int]:
+        """Paragraphs of adopted notes with no id yet, and the notes holding them."""
+        with self._lock:
+            row = self._db.execute("SELECT SUM(paragraphs), COUNT(*) FROM unmarked").fetchone()
+        return int(row[0] or 0), int(row[1])
+
+    def settling(self, *, before: float | None = None) -> list[str]:
+        """The notes to settle (remembered at or before ``before``, Unix time), in path order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT file FROM settling WHERE since <= ? ORDER BY file",
+                (float("inf") if before is None else before,),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def settled(self, files: Iterable[str], *, before: float | None = None) -> None:
+        """Forget these notes to settle (only where remembered at or before ``before``: a
+        later sync of one asks again)."""
+        cutoff = float("inf") if before is None else before
+        rows = [(file, cutoff) for file in files]
+        if rows:
+            self._write("DELETE FROM settling WHERE file = ? AND since <= ?", rows)
 
     def take(self, limit: int, *, now: float | None = None) -> list[QueueEntry]:
         """Mark ready entries in flight and return them: every ready entry of the notes that

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aclarai.daemon.loop.consumer import block_scores
-from aclarai.graph import block_key
+from aclarai.graph import block_key, block_scores
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
 from tests.fixtures.processes import dies_with_us

@@ -142,24 +142,39 @@ def insert_new_paragraph(path: Path) -> None:
     path.write_text(text.replace("\nErin moved", f"\n{NEW}\n\nErin moved"))
 
 
-@pytest.mark.parametrize("covered", [True, False])
-def test_new_paragraph_between_adopted_is_own_block(tmp_path: Path, covered: bool) -> None:
+@pytest.mark.parametrize(
+    ("covered", "new_paragraphs"), [(True, True), (False, True), (True, False), (False, False)]
+)
+def test_new_paragraph_between_adopted_is_own_block(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    covered: bool,
+    new_paragraphs: bool,
+) -> None:
+    """Issue 36 §4: a paragraph typed into an adopted note gets its id from resync, in
+    ``adopt.folders`` or not; with ``adopt.new_paragraphs`` off, only there, and ``status``
+    counts the paragraphs left without one."""
     vault = tmp_path / "vault"
     (vault / "journal").mkdir(parents=True)
     (vault / "journal" / "retro.md").write_text(RETRO)
-    env = daemon_env(ACLARAI_ADOPT__FOLDERS='["journal"]' if covered else "[]")
+    monkeypatch.setenv("ACLARAI_ADOPT__FOLDERS", '["journal"]' if covered else "[]")
+    monkeypatch.setenv("ACLARAI_ADOPT__NEW_PARAGRAPHS", str(new_paragraphs).lower())
     assert main(["adopt", str(vault)]) == 0
-    cli("resync", str(vault), env=env)
+    assert main(["resync", str(vault)]) == 0
     before = blocks_of(vault, "journal/retro.md")
     insert_new_paragraph(vault / "journal" / "retro.md")
-    cli("resync", str(vault), env=env)
+    assert main(["resync", str(vault)]) == 0
     after = parse_note((vault / "journal" / "retro.md").read_text()).blocks
     # The neighbours keep their text (never merged with the new paragraph) and their scores.
     old = [(b.id, b.text) for b in after if b.text != NEW]
     assert old == before
     assert all(b.scores for b in after if b.text != NEW)
     stored = {b.text for b in open_store().blocks_of_file("journal/retro.md")}
-    if covered:
+    capsys.readouterr()
+    assert main(["status", str(vault), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    if covered or new_paragraphs:
         (new,) = [b for b in after if b.text == NEW]
         assert set(new.scores) == {
             "entailed_score",
@@ -167,10 +182,14 @@ def test_new_paragraph_between_adopted_is_own_block(tmp_path: Path, covered: boo
             "decontextualization_score",
         }
         assert NEW in stored
+        assert (status["unmarked_paragraphs"], status["unmarked_notes"]) == (0, 0)
     else:
         assert NEW not in [b.text for b in after]
         assert NEW not in stored
         assert NEW in (vault / "journal" / "retro.md").read_text()
+        assert (status["unmarked_paragraphs"], status["unmarked_notes"]) == (1, 1)
+        assert main(["status", str(vault)]) == 0
+        assert "1 paragraph(s) of 1 adopted note(s) have no id" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("covered", [True, False])
@@ -218,24 +237,23 @@ def test_new_and_emptied_paragraphs_through_the_daemon(
     for path in (note, other):
         path.write_text(path.read_text().replace(ERIN, ""))
     wait_until(lambda: all(erin[p] not in p.read_text() for p in (note, other)), timeout_s=30)
-    # A new paragraph gets its own block in adopt.folders, and is no block elsewhere.
+    # A new paragraph gets its own block in an adopted note, in adopt.folders or not.
     for path in (other, note):
         path.write_text(path.read_text().replace("\n- Dana", f"\n{NEW}\n\n- Dana"))
 
-    def new_block_scored() -> bool:
-        return any(b.text == NEW and b.scores for b in parse_note(note.read_text()).blocks)
+    def new_blocks_scored() -> bool:
+        return all(
+            any(b.text == NEW and b.scores for b in parse_note(path.read_text()).blocks)
+            for path in (note, other)
+        )
 
-    wait_until(new_block_scored, timeout_s=30)
-    assert [b.text for b in parse_note(note.read_text()).blocks] == [
-        "The release slipped by two days because the load test failed.",
-        NEW,
-        "- Dana fixes the test.",
-    ]
-    assert NEW in other.read_text()
-    assert [b.text for b in parse_note(other.read_text()).blocks] == [
-        "The release slipped by two days because the load test failed.",
-        "- Dana fixes the test.",
-    ]
+    wait_until(new_blocks_scored, timeout_s=30)
+    for path in (note, other):
+        assert [b.text for b in parse_note(path.read_text()).blocks] == [
+            "The release slipped by two days because the load test failed.",
+            NEW,
+            "- Dana fixes the test.",
+        ]
     assert daemon.stop() == 0
     assert "Traceback" not in daemon.log
 

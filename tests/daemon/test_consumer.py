@@ -559,11 +559,12 @@ def test_a_queued_block_edited_again_before_its_take_is_extracted_once(
     assert calls == ["X@n.md"]
 
 
-def test_a_block_deleted_before_the_consumer_takes_its_note_becomes_a_delete_candidate(
+def test_a_block_deleted_before_the_consumer_takes_its_note_is_settled(
     make_rig: Callable[..., Rig],
 ) -> None:
     """The consumer's sync of the note is the one that sees Y gone; the watch path then finds
-    the store already holding the note's bytes, and still reports Y."""
+    the store already holding the note's bytes, and Y is still marked deleted when the note
+    settles."""
     r = make_rig(
         {
             "n.md": block("alice: The deploy failed on Tuesday.", "X")
@@ -576,4 +577,6 @@ def test_a_block_deleted_before_the_consumer_takes_its_note_becomes_a_delete_can
     text = n.read_text()
     n.write_text(text[: text.index("bob:")])  # Y deleted, not settled yet
     r.consumer.drain()
-    assert r.settle("n.md").vanished == {"Y@n.md": "n.md"}
+    r.settle("n.md")
+    assert r.notes.settle() == {"Y@n.md": "n.md"}
+    assert r.store.get_blocks(["Y@n.md"])["Y@n.md"].deleted_at is not None

@@ -18,7 +18,6 @@ import pytest
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
-from aclarai.daemon.loop.deletions import PendingDeletes
 from aclarai.daemon.loop.resync import format_summary, resync
 from aclarai.daemon.reports.claims import list_claims
 from aclarai.daemon.vault.notesync import NoteSync
@@ -291,13 +290,13 @@ def watch_path(vault: Path, embedded: Config) -> Iterator[tuple[NoteSync, DirtyB
         queue.close()
 
 
-def settle(notes: NoteSync, *rels: str) -> dict[str, str]:
-    """What the daemon does once notes are quiet: sync those there, forget those gone; the
-    blocks they lost (key -> note)."""
+def settle(notes: NoteSync, *rels: str, grace_s: float = 0.0) -> dict[str, str]:
+    """What the daemon does once notes are quiet: sync those there, forget those gone, then
+    mark deleted what left its note ``grace_s`` ago and turned up nowhere (key -> note)."""
     there = [n for rel in rels if (n := notes.vault.note(rel)) is not None]
-    lost = dict(notes.sync_notes(there).vanished)
-    lost.update(notes.forget([rel for rel in rels if notes.vault.note(rel) is None]))
-    return lost
+    notes.sync_notes(there)
+    notes.forget([rel for rel in rels if notes.vault.note(rel) is None])
+    return notes.settle(grace_s=grace_s)
 
 
 def test_the_daemon_grades_a_note_made_from_the_template_while_another_holds_its_ids(
@@ -322,13 +321,12 @@ def test_the_daemon_keeps_the_blocks_of_a_note_moved_as_delete_then_create(
     notes, consumer = watch_path
     before = {i: _kept(c) for i, c in claims_of_store(notes, "Daily/2024-06-03.md").items()}
     scored = (vault / "Daily" / "2024-06-03.md").read_bytes()
-    deletes = PendingDeletes(notes, grace_s=5.0)
     (vault / "Daily" / "2024-06-03.md").unlink()
-    deletes.add(settle(notes, "Daily/2024-06-03.md"), now=0.0)
+    assert settle(notes, "Daily/2024-06-03.md", grace_s=60.0) == {}
     (vault / "Monday.md").write_bytes(scored)
-    deletes.add(settle(notes, "Monday.md"), now=1.0)
+    assert settle(notes, "Monday.md", grace_s=60.0) == {}
 
-    assert deletes.finalize(now=10.0) == [], "moved within the grace: nothing deleted"
+    assert notes.settle() == {}, "moved within the grace: nothing deleted"
     assert consumer.drain().claims_evaluated == 0
     after = {i: _kept(c) for i, c in claims_of_store(notes, "Monday.md").items()}
     assert after == before and all(after.values())

@@ -324,13 +324,17 @@ def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
 
 def test_status_verify_rehashes_the_vault_against_the_graph(vault: Path, config: Config) -> None:
     resync(config, vault)
-    assert collect_status(config, vault, verify=True).drift == 0
+    assert collect_status(config, vault, verify=True).differences == []
     note = vault / "research/2024-06-12 Vendor call.md"
-    note.write_text(note.read_text().replace("480 euros", "520 euros"))
+    text = note.read_text()
+    note.write_text(text.replace("480 euros", "520 euros"))
     status = collect_status(config, vault, verify=True)
-    assert status.drift == 1
-    assert "1 block(s) differ from the vault" in format_status(status)
-    assert collect_status(config, vault).drift is None
+    [block] = [b for b in parse_note(note.read_text()).blocks if "520 euros" in b.text]
+    assert [str(d) for d in status.differences or []] == [
+        f"research/2024-06-12 Vendor call.md#^{block.id}: its text differs from the graph's"
+    ]
+    assert "verify       1 difference(s) between the graph and the vault:" in format_status(status)
+    assert collect_status(config, vault).differences is None
 
 
 def score_comments(root: Path) -> dict[str, dict[str, dict[str, float]]]:

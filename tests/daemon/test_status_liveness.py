@@ -76,6 +76,10 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
     "model_down_since": (str, type(None)),
     "last_resync": (str, type(None)),
     "counts": (dict, type(None)),
+    "settling": (int,),
+    "unmarked_paragraphs": (int,),
+    "unmarked_notes": (int,),
+    "verify": (list, type(None)),
     "workers": (dict, type(None)),
 }
 

@@ -889,3 +889,13 @@ def test_daily_quality_means_by_evaluation_day(store: GraphStore) -> None:
     assert daily[1].mean_quality == pytest.approx(0.3)
     store.mark_deleted(["a-1"])
     assert [d.day for d in store.daily_quality()] == ["2024-06-04"]
+
+
+def test_live_blocks_are_every_note_s_even_a_forgotten_one(store: GraphStore) -> None:
+    store.sync_files([note("b.md", "beta.", "gamma."), note("a.md", "alpha.")])
+    store.mark_deleted(["b-0"])
+    store.forget_files(["a.md"])
+    assert [(b.id, b.file, b.text) for b in store.live_blocks()] == [
+        ("a-0", "a.md", "alpha."),
+        ("b-1", "b.md", "gamma."),
+    ]
