@@ -125,6 +125,23 @@ def _claims_from_rows(
     return claims
 
 
+def _note_stats(row: Mapping[str, Any]) -> NoteStats:
+    weakest = None
+    if row["weakest"]:
+        quality, claim_id, block_id, text = min(row["weakest"], key=lambda w: w[1:3])
+        weakest = ClaimRef(claim_id, text, row["file"], block_id, "", quality=quality)
+    return NoteStats(
+        row["file"],
+        row["blocks"],
+        row["claims"],
+        row["scored"],
+        row["mean_quality"],
+        weakest,
+        row["last_evaluated"],
+        row["below"],
+    )
+
+
 def _by_quality(claim: StoredClaim) -> tuple[float, str, str]:
     """The order of ``low_quality_claims``: lowest first, then by claim and block id."""
     quality = claim.score.quality if claim.score is not None else None
@@ -496,26 +513,8 @@ class Neo4jStore(GraphStore):
 
     def note_stats(self, threshold: float = DEFAULT_QUALITY_THRESHOLD) -> list[NoteStats]:
         """See GraphStore."""
-        stats = []
         params = {"threshold": float(threshold)}
-        for row in self._query("note_stats", cypher.NOTE_STATS, params):
-            weakest = None
-            if row["weakest"]:
-                quality, claim_id, block_id, text = min(row["weakest"], key=lambda w: w[1:3])
-                weakest = ClaimRef(claim_id, text, row["file"], block_id, "", quality=quality)
-            stats.append(
-                NoteStats(
-                    row["file"],
-                    row["blocks"],
-                    row["claims"],
-                    row["scored"],
-                    row["mean_quality"],
-                    weakest,
-                    row["last_evaluated"],
-                    row["below"],
-                )
-            )
-        return stats
+        return [_note_stats(row) for row in self._query("note_stats", cypher.NOTE_STATS, params)]
 
     def score_counts(self) -> dict[str, dict[int, int]]:
         """See GraphStore."""

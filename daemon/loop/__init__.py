@@ -1,5 +1,6 @@
 """The loop that keeps a vault graded: the daemon (:mod:`.daemon`, ``aclarai watch``) and the
-one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.watcher`), the
+one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.watcher`) and the
+path that syncs them (:mod:`.watch_path`), the
 DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`; its
 first stage in :mod:`.grading`, a take's records in :mod:`.take`), the commands that reach a
 running daemon (:mod:`.remote`), its record and watchdog word (:mod:`.liveness`) and systemd

@@ -5,9 +5,9 @@ start it puts entries a crash left in flight back in the queue, removes stale te
 starts watching; then a full reconcile (the same code as ``aclarai resync``) picks up every edit
 made while it was down. From then on:
 
-- the main thread hands settled notes from the watcher to the note-sync path
-  (:mod:`aclarai.daemon.vault.notesync`: one read, one parse, queue entries, one store sync)
-  and wakes the consumer;
+- the main thread hands settled notes from the watcher to the watch path (:mod:`.watch_path`,
+  through the note-sync path of :mod:`aclarai.daemon.vault.notesync`: one read, one parse, queue
+  entries, one store sync) and wakes the consumer;
 - one consumer thread drains the queue (:class:`DirtyBlockConsumer`, a bounded pool of
   ``processing.workers``) whenever woken or a retry falls due, and refreshes the dashboard;
 - apscheduler runs the reconcile on ``watch.reconcile_cron`` and on ``aclarai resync`` requests
@@ -44,7 +44,6 @@ from aclarai.daemon.factory import (
     build_vault,
     consumer_processing,
 )
-from aclarai.daemon.intake.adopt import adopt_files, readopt
 from aclarai.daemon.intake.importer import ImportReport
 from aclarai.daemon.intake.inbox import InboxWatcher, drain_inbox, inbox_for
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
@@ -57,9 +56,10 @@ from aclarai.daemon.loop.resync import (
 )
 from aclarai.daemon.loop.systemd import Notifier
 from aclarai.daemon.loop.take import DrainStats
+from aclarai.daemon.loop.watch_path import WatchPath
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.reports.dashboard import DashboardRefresher, graph_counts
-from aclarai.daemon.vault.bounds import VAULT_ITSELF, bind_to_vault
+from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
     PauseSwitch,
@@ -79,7 +79,6 @@ log = logging.getLogger(__name__)
 SHUTDOWN_DEADLINE_S = 9.0
 """After the first signal the process is gone by then, finished or not (the queue keeps work)."""
 REQUESTS_EVERY_S = 0.3
-SYNC_RETRY_S = 2.0
 CONSUMER_IDLE_S = 1.0
 
 
@@ -146,9 +145,6 @@ class _Daemon:
             config, self.vault.root, self.store, self.queue, model=self.agents.evaluator.model_id
         )
         self.inbox = inbox_for(config, self.vault.root)
-        self.adopt_prefixes = tuple(
-            "" if f == VAULT_ITSELF else f"{f}/" for f in config.adopt.folders
-        )
         self.inbox_lock = threading.Lock()
         self.inbox_watcher = (
             None
@@ -159,9 +155,9 @@ class _Daemon:
                 polling=config.watch.polling,
             )
         )
-        self._touched: set[str] = set()
-        self._gone: set[str] = set()
-        self._retry_at = 0.0
+        self.watch_path = WatchPath(
+            config, self.notes, self.own_writes, self.liveness, on_synced=self._synced
+        )
         self._next_requests = 0.0
         self._was_paused = False
         self._handled: set[str] = set()
@@ -220,97 +216,22 @@ class _Daemon:
     def _step(self, changes: Changes, scheduler: BackgroundScheduler) -> None:
         # The watch loop is the service: log whatever went wrong and keep serving. Housekeeping
         # (heartbeat, requests) runs even when syncing the changes failed.
-        for work in (lambda: self._apply(changes), lambda: self._housekeeping(scheduler, changes)):
+        for work in (
+            lambda: self.watch_path.apply(changes),
+            lambda: self._housekeeping(scheduler, changes),
+        ):
             try:
                 work()
             except Exception as exc:
                 log.exception("unexpected error in the watch loop; going on")
                 self.liveness.error(f"unexpected error in the watch loop: {exc!r}")
 
-    def _apply(self, changes: Changes) -> None:
-        for rel in changes.touched:
-            self._gone.discard(rel)
-            self._touched.add(rel)
-        for rel in changes.gone:
-            self._touched.discard(rel)
-            self._gone.add(rel)
-        if changes.touched or changes.gone:
-            self.liveness.looked()
-        now = time.monotonic()
-        if not (self._touched or self._gone or self.notes.unsettled) or now < self._retry_at:
-            return
-        # A full reconcile may hold the sync lock for a while; keep the changes for later.
-        if not self.notes.lock.acquire(timeout=0.2):
-            return
-        try:
-            self._sync_changes()
-        except (AclaraiError, OSError) as exc:
-            log.warning("could not sync changed notes (%s); retrying in %.0f s", exc, SYNC_RETRY_S)
-            self.liveness.error(f"could not sync changed notes: {exc}")
-            self._retry_at = now + SYNC_RETRY_S
-        except Exception:
-            # A bug, not a passing state: retrying would log it on every tick. The notes are
-            # dropped here and the next reconcile syncs them.
-            log.exception(
-                "could not sync %s; left to the next reconcile", ", ".join(sorted(self._touched))
-            )
-            self._touched.clear()
-            self._gone.clear()
-        finally:
-            self.notes.lock.release()
-
-    def _sync_changes(self) -> None:
-        gone = sorted(self._gone)
-        notes = []
-        for rel in sorted(self._touched):
-            note = self.vault.note(rel)
-            if note is None:
-                gone.append(rel)
-            else:
-                notes.append(note)
-        adopting = [n.path for n in notes if any(n.rel.startswith(f) for f in self.adopt_prefixes)]
-        if adopting:
-            adopt_files(
-                adopting,
-                on_write=self._adopted,
-                root=self.vault.root,
-                dashboard=self.config.dashboard.path,
-            )
-            notes = [n for n in (self.vault.note(n.rel) for n in notes) if n is not None]
-        if notes:
-            report = self.notes.sync_notes(notes)
-            for rel in sorted(report.dirty_files):
-                log.info("%s changed: its dirty blocks are queued", rel)
-            readopted = readopt(
-                self.notes,
-                report,
-                new_paragraphs=self.config.adopt.new_paragraphs,
-                dashboard=self.config.dashboard.path,
-                on_write=self._adopted,
-            )
-            if report.dirty_blocks or readopted:
-                self.wake.set()
-        if gone:
-            lost = self.notes.forget(gone)
-            for rel in gone:
-                count = sum(1 for f in lost.values() if f == rel)
-                log.log(
-                    logging.INFO if count else logging.DEBUG,
-                    "%s is gone; %d block(s) will be marked deleted in %.0f s unless they turn up "
-                    "in another note",
-                    rel,
-                    count,
-                    self.config.watch.delete_grace_s,
-                )
-        self._touched.clear()
-        self._gone.clear()
-        if self.notes.settle(grace_s=self.config.watch.delete_grace_s):
-            self.dashboard.mark()
-
-    def _adopted(self, path: Path, st: os.stat_result) -> None:
-        rel = self.vault.rel(path)
-        if rel is not None:
-            self.own_writes.remember(rel, st)
+    def _synced(self, queued: bool) -> None:
+        """The watch path synced notes: wake the consumer for what it queued, and have the
+        dashboard written again."""
+        if queued:
+            self.wake.set()
+        self.dashboard.mark()
 
     def _known_notes(self, prefix: str) -> list[str]:
         return [path for path in self.store.file_states() if path.startswith(prefix)]
@@ -332,7 +253,7 @@ class _Daemon:
             self.notifier.status("paused" if paused else f"watching {self.vault.root}")
             self.dashboard.mark()
             self.wake.set()
-        syncing = self._touched or self._gone or self.reconcile_lock.locked() or changes.settling
+        syncing = self.watch_path.pending or self.reconcile_lock.locked() or changes.settling
         if self.liveness.tick(
             paused=paused,
             model_down=self.consumer.model_down,

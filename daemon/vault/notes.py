@@ -2,9 +2,10 @@
 
 A note is a ``.md`` file under the vault matched by the include globs and none of the exclude
 globs, outside every dot folder (``.obsidian/``, ``.trash/``, ``.git/``, our own ``.aclarai/`` …),
-and not a symlink. Our own temp files are never notes. A symlink that loops or leads outside the
-vault is reported once per walk; a symlink to a file or folder inside it is skipped quietly (its
-target is walked where it lies).
+and a regular file: not a symlink, nor a named pipe, socket or device (those are reported once
+per walk). Our own temp files are never notes. A symlink that loops or leads outside the vault is
+reported once per walk; a symlink to a file or folder inside it is skipped quietly (its target is
+walked where it lies).
 
 Following a path can fail in more ways than ``OSError``: Python 3.11's ``Path.resolve`` raises
 ``RuntimeError`` for a symlink loop. Paths are therefore only followed here, through
@@ -134,9 +135,12 @@ class Vault:
                 if entry.is_dir():
                     yield from self._walk(entry.path, f"{prefix}{name}/")
                     continue
-                if not entry.is_file():
-                    continue
                 rel = prefix + name
+                if not entry.is_file():
+                    if self.is_note_path(rel):
+                        # A named pipe, socket or device: reading it would block.
+                        log.warning("skipping %s: not a regular file", entry.path)
+                    continue
                 if not self.is_note_path(rel):
                     continue
                 st = entry.stat()
