@@ -35,11 +35,12 @@ test: $(STAMP)
 	@$(BIN)/python -m pytest -q -p no:cacheprovider
 
 ## fuzz: the fuzz suites (vaults, evaluate input, the HTTP API) with 20 times the examples,
-## and the crash matrix with twelve kill instants per command
+## the crash matrix with twelve kill instants per command, and the edits that the graph must
+## follow (through resync and the daemon) with 20 times the walks, each three times as long
 fuzz: $(STAMP)
 	@ACLARAI_TEST_FUZZ=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/daemon/test_fuzz_vault.py tests/daemon/test_batch_eval.py tests/daemon/test_api.py \
-		tests/daemon/test_crash_matrix.py
+		tests/daemon/test_crash_matrix.py tests/daemon/test_graph_follows_vault.py
 
 lint: $(STAMP)
 	@$(BIN)/ruff check .

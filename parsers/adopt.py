@@ -23,16 +23,17 @@ a conversation note (header metadata) only what follows its last block is marked
 block there is every line since the previous one, a ``<!-- aclarai:block=start -->`` line goes
 before an element that a heading, a table or the like precedes, so they stay in no block.
 
-New ids are ``blk-`` and 16 hex digits of the sha256 of (``salt``, the element's text,
-its position), so they are the same on a dry run and the real one; give the note's path as the
-salt to keep ids apart between notes with the same paragraph. Adopting an adopted note that
-nobody edited changes nothing.
+New ids are ``blk-`` and 16 hex digits of the sha256 of (``salt``, the note's text, the
+element's text, its position), so they are the same on a dry run and the real one; give the
+note's path as the salt to keep ids apart between notes with the same paragraph, and the ids the
+vault uses elsewhere as ``avoid``. Adopting an adopted note that nobody edited changes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Container
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -84,8 +85,9 @@ class _Target:
     existing_id: str | None
 
 
-def adopt_note(text: str, *, salt: str = "") -> Adopted:
-    """The note with every unmarked paragraph and list item made a block (see the module doc).
+def adopt_note(text: str, *, salt: str = "", avoid: Container[str] = frozenset()) -> Adopted:
+    """The note with every unmarked paragraph and list item made a block (see the module doc);
+    a new id is never one of ``avoid`` (ids the vault uses elsewhere).
 
     Raises:
         ParseError: the marked note would not read back with the same old blocks plus the new
@@ -102,6 +104,9 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
         return Adopted(text, (), ())
     crlf = lines[0].endswith("\r")
     taken = {marker.block_id for marker in layout.markers}
+    # The note as it is now seeds its new ids: a paragraph adopted again once its note changed
+    # (its first id went with it to another note, say) gets another id.
+    seed = f"{salt}\0{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
     out = list(lines)
     ids: list[str] = []
     after = _block_ends(start, layout, targets)
@@ -111,7 +116,7 @@ def adopt_note(text: str, *, salt: str = "") -> Adopted:
     for position, target in reversed(list(enumerate(targets))):
         block_id = target.existing_id
         if block_id is None or block_id in taken:
-            block_id = _new_id(salt, lines, target, position, taken)
+            block_id = _new_id(seed, lines[target.last], position, taken, avoid)
         taken.add(block_id)
         ids.append(block_id)
         end = "\r" if crlf else ""
@@ -252,7 +257,9 @@ def _has_text(lines: list[str]) -> bool:
 
 
 def _only_embeds(inline: Token) -> bool:
-    return not _EMBED.sub("", inline.content).strip()
+    """Whether a paragraph shows embeds alone: its ``^anchor`` lines are no text either."""
+    lines = inline.content.split("\n")
+    return not _EMBED.sub("", "\n".join(x for x in lines if parse_anchor(x) is None)).strip()
 
 
 def _content_indent(line: str) -> str:
@@ -264,11 +271,13 @@ def _content_indent(line: str) -> str:
     return " " * width
 
 
-def _new_id(salt: str, lines: list[str], target: _Target, position: int, taken: set[str]) -> str:
-    seed = f"{salt}\0{lines[target.last]}\0{position}"
+def _new_id(
+    seed: str, last_line: str, position: int, taken: set[str], avoid: Container[str]
+) -> str:
+    seed = f"{seed}\0{last_line}\0{position}"
     while True:
         block_id = "blk-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:_ID_CHARS]
-        if block_id not in taken:
+        if block_id not in taken and block_id not in avoid:
             return block_id
         seed += "\0"
 

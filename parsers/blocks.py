@@ -23,8 +23,9 @@ its lines out (see :mod:`aclarai.parsers.rewrite`).
 
 A note is adopted when it has no header metadata (every imported conversation has a title) and
 carries one of adopt's marks: a ``block=start`` line, or an id comment on a line of its own,
-right after a text line that either ends in the user's own ``^id`` of the same name or is
-followed (past its score comments) by the ``^anchor`` of the same id.
+either followed (past its score comments) by the ``^anchor`` of the same id, or right after a
+text line that ends in the user's own ``^id`` of the same name. A note whose paragraphs were all
+deleted is still adopted: its id lines are an emptied block's, and go.
 """
 
 from __future__ import annotations
@@ -167,23 +168,28 @@ def _has_adopt_mark(lines: Sequence[str], code: frozenset[int], start: int) -> b
         marker = _marker_of(line, found)
         if marker is None:
             continue
-        # Adopt writes id comments on lines of their own, right after the element's text.
-        if line[: marker.start].strip() or index == start:
+        # Adopt writes id comments on lines of their own, right after the element's text (a
+        # text the user may have deleted since: the id and its anchor are still adopt's).
+        if line[: marker.start].strip():
             continue
-        before = lines[index - 1]
-        if not before.strip():
-            continue
+        before = lines[index - 1] if index > start else ""
         own = _OWN_ID.search(before.rstrip())
         if own is not None and own.group(1) == marker.value:
             return True
         for after in range(index + 1, min(index + 1 + _ZONE_LINES, len(lines))):
             anchor = parse_anchor(lines[after])
             if anchor is not None:
-                if anchor == marker.value:
+                if anchor == marker.value and (before.strip() or _text_after(lines, after + 1)):
                     return True
             elif _zone_line(after, lines[after], scan_line(lines[after])) is None:
                 break
     return False
+
+
+def _text_after(lines: Sequence[str], index: int) -> bool:
+    """Whether a line from ``index`` on holds anything: an id with nothing after it is a note's
+    file-level id (Tier 1), not an emptied block's."""
+    return any(line.strip() for line in lines[index:])
 
 
 def is_adopt_id(block_id: str) -> bool:

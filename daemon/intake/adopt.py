@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.daemon.intake.scope import AdoptScope, scope_for, vault_root_of
 from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
+from aclarai.graph import GraphStore, block_key
 from aclarai.parsers import (
     ParseError,
     WriteConflict,
@@ -92,13 +93,15 @@ def adopt_files(
     progress: Callable[[int, int], None] | None = None,
     root: Path | None = None,
     dashboard: str | None = None,
+    store: GraphStore | None = None,
 ) -> AdoptReport:
     """Adopt every note of ``paths``; ``on_write(path, stat)`` hears of each note written,
     ``progress(done, total)`` of each note read.
 
     Notes of a vault's template folders and its dashboard (``dashboard``, vault-relative) are
     left alone (see :mod:`.scope`); the vault is ``root``, else the one each path given lies
-    in (see :func:`.scope.vault_root_of`).
+    in (see :func:`.scope.vault_root_of`). With the vault's ``store``, a new id is never one
+    the graph knows (see :class:`IdsInUse`).
     """
     report = AdoptReport(dry_run=dry_run)
     notes = [
@@ -120,7 +123,11 @@ def adopt_files(
         try:
             data = path.read_bytes()
             text = decode_note(data, path=str(path))
-            result = adopt_note(text, salt=str(path.resolve()))
+            rel = _vault_rel(path, vault)
+            avoid: Container[str] = (
+                IdsInUse(store, rel) if store is not None and rel is not None else frozenset()
+            )
+            result = adopt_note(text, salt=str(path.resolve()), avoid=avoid)
             if result.text == text:
                 continue
             new = result.text.encode("utf-8")
@@ -140,6 +147,31 @@ def adopt_files(
             for line, block_id in zip(result.lines, result.block_ids, strict=True)
         ]
     return report
+
+
+@dataclass(frozen=True, slots=True)
+class IdsInUse:
+    """The ids a new block of the note ``rel`` must not take: one the graph holds live in any
+    note (a block moved there with its id may come back), or one this note's deleted block had
+    (kept with its claims for a restore)."""
+
+    store: GraphStore
+    rel: str
+
+    def __contains__(self, block_id: object) -> bool:
+        if not isinstance(block_id, str):
+            return False
+        return bool(
+            self.store.live_blocks_with_ids([block_id])
+            or self.store.get_blocks([block_key(self.rel, block_id)])
+        )
+
+
+def _vault_rel(path: Path, vault: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(vault.resolve()).as_posix()
+    except ValueError:
+        return None
 
 
 def readopt(
@@ -172,7 +204,8 @@ def readopt(
         try:
             content = notes.vault.read(note)
             if new_paragraphs and scope.reason_to_skip(note.path) is None:
-                text = adopt_note(content.text, salt=str(note.path.resolve())).text
+                avoid = IdsInUse(notes.store, rel)
+                text = adopt_note(content.text, salt=str(note.path.resolve()), avoid=avoid).text
             else:
                 text = drop_emptied(content.text, scan_note(content.text))
             if text == content.text:

@@ -196,6 +196,7 @@ def resync(
                 (vault.root / folder for folder in config.adopt.folders),
                 root=vault.root,
                 dashboard=config.dashboard.path,
+                store=store,
             )
             report, stats = SyncReport(), DrainStats()
             usage: dict[str, int] = {}

@@ -109,6 +109,7 @@ class WatchPath:
                 on_write=self._written,
                 root=self.vault.root,
                 dashboard=self.config.dashboard.path,
+                store=self.notes.store,
             )
             notes = [n for n in (self.vault.note(n.rel) for n in notes) if n is not None]
         if notes:

@@ -319,3 +319,32 @@ def test_adopt_goes_on_when_the_template_setting_cannot_be_read(
     assert err.count("templates.json: cannot read the template folder setting") == 1
     assert len(err.strip().splitlines()) == 1
     assert parse_note((vault / "Templ" / "a.md").read_text()).blocks
+
+
+def test_a_new_id_is_none_the_graph_knows(tmp_path: Path) -> None:
+    """What resync and the daemon give adopt to avoid: an id live in any note, or one the note
+    itself had for a block now deleted (kept with its claims, for a restore)."""
+    from aclarai.daemon.intake.adopt import IdsInUse
+    from aclarai.graph import FileState, FileSync, SqliteStore, block_key
+    from aclarai.graph.base import BlockRecord
+
+    store = SqliteStore(tmp_path / "graph.sqlite")
+    try:
+        blocks = [("b.md", "blk-live"), ("a.md", "blk-gone"), ("c.md", "blk-elsewhere")]
+        store.sync_files(
+            [
+                FileSync(
+                    FileState(file, 1, 1, "f" * 64),
+                    [BlockRecord(block_key(file, bid), file, "Text.", "h", 1, 0)],
+                )
+                for (file, bid) in blocks
+            ]
+        )
+        store.mark_deleted([block_key("a.md", "blk-gone"), block_key("c.md", "blk-elsewhere")])
+        in_use = IdsInUse(store, "a.md")
+        assert "blk-live" in in_use
+        assert "blk-gone" in in_use
+        assert "blk-elsewhere" not in in_use
+        assert "blk-new" not in in_use
+    finally:
+        store.close()

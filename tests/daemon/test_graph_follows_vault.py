@@ -143,6 +143,9 @@ class _Paragraph:
         self.text_start, self.text_end = start, end
         self.zone_end = index + 1 + below
 
+    def __repr__(self) -> str:
+        return f"<paragraph at lines {self.text_start + 1}-{self.zone_end}>"
+
 
 def _is_ours(line: str) -> bool:
     stripped = line.strip()

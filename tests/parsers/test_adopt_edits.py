@@ -235,3 +235,30 @@ def test_a_paragraph_right_under_a_heading_keeps_its_id_and_its_own_text() -> No
     assert texts(adopted.text) == ["The tickets cost 900 kroner."]
     emptied = adopted.text.replace("The tickets cost 900 kroner.\n", "")
     assert [m.block_id for m in scan_note(emptied).markers if m.emptied] == [tickets]
+
+
+def test_a_note_whose_paragraphs_were_all_deleted_is_still_adopted() -> None:
+    """Found by the stateful test: the note's last id, left under its heading, made it read as
+    a conversation, and the heading became that block's text."""
+    adopted = adopt_note("# Note\n\nThe tickets cost 900 kroner.\n", salt="a.md")
+    (tickets,) = adopted.block_ids
+    emptied = adopted.text.replace("The tickets cost 900 kroner.\n", "")
+    layout = scan_note(emptied + "\nA paragraph pasted later.\n")
+    assert layout.note.adopted
+    assert [m.block_id for m in layout.markers if m.emptied] == [tickets]
+    assert layout.note.blocks == ()
+    # With nothing after it, a lone id is still a note's file-level id, as in a conversation.
+    assert parse_note("text <!-- aclarai:id=a -->\n\n<!-- aclarai:id=f -->\n^f\n").file_id == "f"
+
+
+def test_a_paragraph_adopted_again_never_gets_the_id_it_took_elsewhere() -> None:
+    """Found by the stateful test: a paragraph moved with its id to another note, and its text
+    typed back later, got the same id again (from the same note, text and position), so the
+    block moved back under it found the id taken and was skipped as a duplicate."""
+    note = "# Note\n\nDana moved the database migration to Friday.\n"
+    (first,) = adopt_note(note, salt="a.md").block_ids
+    (again,) = adopt_note(note + "\nAlice agreed.\n", salt="a.md").block_ids[:1]
+    assert again != first
+    (avoided,) = adopt_note(note, salt="a.md", avoid={first}).block_ids
+    assert avoided != first
+    assert adopt_note(note, salt="a.md").block_ids == (first,), "the same note, the same id"
