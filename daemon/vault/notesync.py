@@ -50,6 +50,7 @@ from aclarai.parsers import (
     ProblemKind,
     scan_note,
     unmarked_paragraphs,
+    utc_now,
 )
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ BATCH_FILES = 200
 """Notes synced per store call in a walk of many notes."""
 RECENT_NOTES = 256
 """Synced notes kept for the consumer (a bound on memory, not on correctness)."""
+SETTLED_ONCE = "every_note_settled_at"
+"""Queue metadata: when a whole pass first left every note to settle (see :meth:`sync_vault`)."""
 
 
 @dataclass
@@ -217,6 +220,11 @@ class NoteSync:
                 yield note
 
         look = _Look.EVERY_NOTE if force_read else _Look.CHANGED
+        if not dry_run and self.queue is not None and self.queue.get_meta(SETTLED_ONCE) is None:
+            # A graph from before notes were settled from disk may place blocks in notes that
+            # lost them (a daemon stopped within the grace period): every note is settled once.
+            self._settle_later(states)
+            self.queue.set_meta(SETTLED_ONCE, utc_now())
         if not self._sync(walk(), states, report, dry_run, look, progress, on_batch):
             return report
         with self.lock:

@@ -13,9 +13,10 @@ import pytest
 
 from aclarai.daemon.cli import main
 from aclarai.daemon.config import Config, load_config
-from aclarai.daemon.factory import build_queue, build_store
+from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.loop.resync import resync
 from aclarai.daemon.reports.status import collect_status
+from aclarai.daemon.vault.notesync import SETTLED_ONCE, NoteSync
 from aclarai.daemon.vault.queue import Dirty
 from aclarai.graph import FileState, FileSync, block_key
 from aclarai.graph.base import BlockRecord
@@ -139,3 +140,33 @@ def test_a_claim_graded_for_other_text_and_a_queued_block_are_named(
     assert [d for d in differences if d.startswith(VENDOR)] == [
         f"{VENDOR}#^{vendor}: 1 claim(s) not graded for its text"
     ]
+
+
+def test_a_graph_left_by_an_older_aclarai_is_brought_in_step_by_one_resync(
+    vault: Path, config: Config, tmp_path: Path
+) -> None:
+    """An older daemon stopped within the grace period left a deleted paragraph's block live,
+    its note's bytes recorded: the first resync of this aclarai settles every note once."""
+    resync(config, vault)
+    note = vault / VENDOR
+    block = parse_note(note.read_text()).blocks[0]
+    text = note.read_text()
+    start = text.index(block.text)
+    end = text.index(f"^{block.id}\n") + len(f"^{block.id}\n")
+    note.write_text(text[:start] + text[end:])
+    store, queue = build_store(config, tmp_path / "state"), build_queue(config, tmp_path / "state")
+    try:
+        # What the older daemon did: sync the note, nothing written down to settle.
+        vault_notes = build_vault(config, vault)
+        [synced] = [n for n in vault_notes.iter_notes() if n.rel == VENDOR]
+        NoteSync(vault_notes, store, None).sync_notes([synced])
+        queue.delete_meta(SETTLED_ONCE)
+    finally:
+        store.close()
+        queue.close()
+    assert found(config, vault) == [f"{VENDOR}#^{block.id}: in the graph, not in the vault"]
+
+    summary = resync(config, vault)
+
+    assert summary.synced.deleted_blocks == 1
+    assert found(config, vault) == []
