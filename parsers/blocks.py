@@ -62,8 +62,12 @@ _MAY_START_ELEMENT = re.compile(r" {0,3}(?:[-+*#>|<=_~`]|[0-9]{1,9}[.)])")
 """A line that may start a new Markdown element right after a paragraph line (loosely: a false
 match only costs a parse)."""
 _SCORE_KEYS = frozenset(SCORE_NAMES)
-_ADOPTED_KINDS = frozenset({"paragraph_open", "bullet_list_open", "ordered_list_open"})
-"""The elements ``aclarai adopt`` gives an id: an adopted note's block is one of them."""
+_NEVER_ADOPTED = frozenset(
+    {"heading_open", "hr", "fence", "html_block", "table_open", "blockquote_open"}
+)
+"""Elements ``aclarai adopt`` never gives an id, whatever their context: never an adopted
+note's block. (Indented code is not among them: with the lines around it, the same text may be a
+paragraph's.)"""
 _EMBEDS = re.compile(r"!\[\[[^\]]*\]\]")
 
 
@@ -397,7 +401,7 @@ class _Scanner:
         if self.header_end == 0 and not self.markers and pending:
             pending[0] = pending[0].lstrip(_BOM)
         text = _join_text(pending)
-        emptied = self.adopted and not text and block_id not in self.seen
+        emptied = self.adopted and not text
         block = self._make_block(block_id, marker.version, index, text, above, below, after)
         self.markers.append(
             Marker(
@@ -533,7 +537,7 @@ def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
             item = token.map[0]
     found = item if kind.endswith("_list_open") and item is not None else last
     first = start + (found or 0)
-    if kind not in _ADOPTED_KINDS or (
+    if kind in _NEVER_ADOPTED or (
         kind == "paragraph_open" and not _EMBEDS.sub("", " ".join(pending[first:end])).strip()
     ):
         return end, end

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -38,7 +37,14 @@ from aclarai.daemon.loop.resync import resync
 from aclarai.daemon.reports.idle import wait_idle
 from aclarai.daemon.reports.status import collect_status
 from aclarai.graph import GraphStore
-from aclarai.parsers import adopt_note, parse_note, scan_note
+from aclarai.parsers import (
+    CommentKind,
+    adopt_note,
+    format_id_comment,
+    parse_note,
+    scan_line,
+    scan_note,
+)
 from tests.daemon.conftest import DaemonProcess, daemon_env, wait_until
 
 FUZZ = bool(os.environ.get("ACLARAI_TEST_FUZZ"))
@@ -121,13 +127,18 @@ def without_decontextualization(notes: dict[str, bytes]) -> dict[str, bytes]:
     """The notes without their decontextualization comments (which read the neighbours) and
     the ``ver`` a new one of them bumps."""
     return {
-        rel: re.sub(
-            rb" ver=[0-9]+ -->",
-            b" ver=N -->",
-            re.sub(rb"<!-- aclarai:decontextualization_score=[0-9.]+ -->\n", b"", data),
-        )
+        rel: "".join(map(_kept, data.decode().splitlines(keepends=True))).encode()
         for rel, data in notes.items()
     }
+
+
+def _kept(line: str) -> str:
+    comments = scan_line(line).comments
+    if [(c.kind, c.key) for c in comments] == [(CommentKind.SCORE, "decontextualization_score")]:
+        return ""
+    for c in reversed([c for c in comments if c.kind is CommentKind.ID]):
+        line = line[: c.start] + format_id_comment(str(c.value), 0) + line[c.end :]
+    return line
 
 
 class _Paragraph:
