@@ -25,15 +25,16 @@ before an element that a heading, a table or the like precedes, so they stay in 
 
 New ids are ``blk-`` and 16 hex digits of the sha256 of (``salt``, the note's text, the
 element's text, its position), so they are the same on a dry run and the real one; give the
-note's path as the salt to keep ids apart between notes with the same paragraph, and the ids the
-vault uses elsewhere as ``avoid``. Adopting an adopted note that nobody edited changes nothing.
+note's path as the salt to keep ids apart between notes with the same paragraph, and ``in_use``
+to keep them apart from the ids the vault uses elsewhere. Adopting an adopted note that nobody
+edited changes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Container
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -61,7 +62,12 @@ _BOM = "\ufeff"
 _HIDDEN = frozenset({LineKind.MATH, LineKind.COMMENT})
 """Lines no id may go into: Obsidian shows no Markdown there."""
 _ID_CHARS = 16
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|\r?$)")
+_NEVER_A_PARAGRAPH = re.compile(
+    r" {0,3}(?:#{1,6}(?:[ \t]|\r?$)|>|(?:[-*_][ \t]*){3,}\r?$|(?:[-+*]|[0-9]{1,9}[.)])"
+    r"(?:[ \t]+\[.?\])?[ \t]*\r?$)"
+)
+"""A line no top-level paragraph or list item with text holds: a heading, a quote's line, a
+thematic break, an empty list item."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +91,12 @@ class _Target:
     existing_id: str | None
 
 
-def adopt_note(text: str, *, salt: str = "", avoid: Container[str] = frozenset()) -> Adopted:
+def adopt_note(
+    text: str, *, salt: str = "", in_use: Callable[[Sequence[str]], Collection[str]] | None = None
+) -> Adopted:
     """The note with every unmarked paragraph and list item made a block (see the module doc);
-    a new id is never one of ``avoid`` (ids the vault uses elsewhere).
+    ``in_use(ids)`` says which of the new ids the vault uses elsewhere, which it never takes
+    (asked once for all of them, and again only for the ones made in their place).
 
     Raises:
         ParseError: the marked note would not read back with the same old blocks plus the new
@@ -103,10 +112,10 @@ def adopt_note(text: str, *, salt: str = "", avoid: Container[str] = frozenset()
     if not targets:
         return Adopted(text, (), ())
     crlf = lines[0].endswith("\r")
-    taken = {marker.block_id for marker in layout.markers}
     # The note as it is now seeds its new ids: a paragraph adopted again once its note changed
     # (its first id went with it to another note, say) gets another id.
     seed = f"{salt}\0{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+    chosen = _ids(seed, lines, targets, {m.block_id for m in layout.markers}, in_use)
     out = list(lines)
     ids: list[str] = []
     after = _block_ends(start, layout, targets)
@@ -114,10 +123,7 @@ def adopt_note(text: str, *, salt: str = "", avoid: Container[str] = frozenset()
     # is its last element (see aclarai.parsers.blocks).
     conversation = bool(layout.note.metadata)
     for position, target in reversed(list(enumerate(targets))):
-        block_id = target.existing_id
-        if block_id is None or block_id in taken:
-            block_id = _new_id(seed, lines[target.last], position, taken, avoid)
-        taken.add(block_id)
+        block_id = chosen[position]
         ids.append(block_id)
         end = "\r" if crlf else ""
         added = [f"{target.indent}{format_id_comment(block_id, 1)}{end}"]
@@ -145,8 +151,9 @@ def unmarked_paragraphs(layout: NoteLayout) -> int:
     if not layout.note.adopted or not layout.unclaimed:
         return 0
     lines = layout.lines
-    # Every adopted note has headings, held by no block: most notes need no Markdown parse.
-    if all(_HEADING.match(lines[index]) for index in layout.unclaimed):
+    # Every adopted note has headings held by no block, many have code or quotes: a note whose
+    # unclaimed lines are all of these needs no Markdown parse.
+    if all(i in layout.code or _NEVER_A_PARAGRAPH.match(lines[i]) for i in layout.unclaimed):
         return 0
     return len(_targets(lines, _start_line(lines, layout), layout))
 
@@ -271,13 +278,38 @@ def _content_indent(line: str) -> str:
     return " " * width
 
 
-def _new_id(
-    seed: str, last_line: str, position: int, taken: set[str], avoid: Container[str]
-) -> str:
+def _ids(
+    seed: str,
+    lines: list[str],
+    targets: list[_Target],
+    taken: set[str],
+    in_use: Callable[[Sequence[str]], Collection[str]] | None,
+) -> list[str]:
+    """Each target's id: its own ``^id`` where the note uses it for nothing else, else a new
+    one that no block of the note has and ``in_use`` does not name."""
+    chosen: dict[int, str] = {}
+    fresh: list[int] = []
+    for position, target in reversed(list(enumerate(targets))):
+        block_id = target.existing_id
+        if block_id is None or block_id in taken:
+            block_id = _new_id(seed, lines[target.last], position, taken)
+            fresh.append(position)
+        taken.add(block_id)
+        chosen[position] = block_id
+    while fresh and in_use is not None:
+        clash = set(in_use([chosen[p] for p in fresh]))
+        fresh = [p for p in fresh if chosen[p] in clash]
+        for position in fresh:
+            chosen[position] = _new_id(seed, lines[targets[position].last], position, taken)
+            taken.add(chosen[position])
+    return [chosen[position] for position in range(len(targets))]
+
+
+def _new_id(seed: str, last_line: str, position: int, taken: set[str]) -> str:
     seed = f"{seed}\0{last_line}\0{position}"
     while True:
         block_id = "blk-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:_ID_CHARS]
-        if block_id not in taken and block_id not in avoid:
+        if block_id not in taken:
             return block_id
         seed += "\0"
 

@@ -140,6 +140,8 @@ class NoteLayout:
     """0-based indexes of the text lines after the header that no block holds (headings after
     a ``block=start``, text after the last block, in an adopted note a paragraph typed between
     two blocks): what adopt may still give an id."""
+    code: frozenset[int] = frozenset()
+    """0-based indexes of the lines inside fenced or indented code."""
 
 
 def parse_note(text: str) -> ParsedNote:
@@ -346,6 +348,7 @@ class _Scanner:
             ),
             tuple(self.block_starts),
             tuple(self.unclaimed),
+            self.code,
         )
 
     def _unclaim(self, pending: list[str], at: list[int], stop: int) -> None:

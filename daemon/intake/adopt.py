@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.daemon.intake.scope import AdoptScope, scope_for, vault_root_of
 from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
-from aclarai.graph import GraphStore, block_key
+from aclarai.graph import GraphStore
 from aclarai.parsers import (
     ParseError,
     WriteConflict,
@@ -123,11 +123,8 @@ def adopt_files(
         try:
             data = path.read_bytes()
             text = decode_note(data, path=str(path))
-            rel = _vault_rel(path, vault)
-            avoid: Container[str] = (
-                IdsInUse(store, rel) if store is not None and rel is not None else frozenset()
-            )
-            result = adopt_note(text, salt=str(path.resolve()), avoid=avoid)
+            in_use = None if store is None else ids_in_use(store)
+            result = adopt_note(text, salt=str(path.resolve()), in_use=in_use)
             if result.text == text:
                 continue
             new = result.text.encode("utf-8")
@@ -149,29 +146,15 @@ def adopt_files(
     return report
 
 
-@dataclass(frozen=True, slots=True)
-class IdsInUse:
-    """The ids a new block of the note ``rel`` must not take: one the graph holds live in any
-    note (a block moved there with its id may come back), or one this note's deleted block had
-    (kept with its claims for a restore)."""
+def ids_in_use(store: GraphStore) -> Callable[[Sequence[str]], set[str]]:
+    """The ids among those asked that the graph holds live in some note, in one call: a new
+    block must not take one, as a block that moved there with its id may come back. (One a
+    deleted block of the note had would only restore it, to be graded again.)"""
 
-    store: GraphStore
-    rel: str
+    def in_use(block_ids: Sequence[str]) -> set[str]:
+        return {block.block_id for block in store.live_blocks_with_ids(block_ids)}
 
-    def __contains__(self, block_id: object) -> bool:
-        if not isinstance(block_id, str):
-            return False
-        return bool(
-            self.store.live_blocks_with_ids([block_id])
-            or self.store.get_blocks([block_key(self.rel, block_id)])
-        )
-
-
-def _vault_rel(path: Path, vault: Path) -> str | None:
-    try:
-        return path.resolve().relative_to(vault.resolve()).as_posix()
-    except ValueError:
-        return None
+    return in_use
 
 
 def readopt(
@@ -204,8 +187,8 @@ def readopt(
         try:
             content = notes.vault.read(note)
             if new_paragraphs and scope.reason_to_skip(note.path) is None:
-                avoid = IdsInUse(notes.store, rel)
-                text = adopt_note(content.text, salt=str(note.path.resolve()), avoid=avoid).text
+                in_use = ids_in_use(notes.store)
+                text = adopt_note(content.text, salt=str(note.path.resolve()), in_use=in_use).text
             else:
                 text = drop_emptied(content.text, scan_note(content.text))
             if text == content.text:

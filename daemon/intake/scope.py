@@ -62,7 +62,11 @@ def scope_for(root: Path, dashboard: str | None) -> AdoptScope:
         folder = _setting(root / settings, key)
         if folder:
             templates.append((root / folder).resolve())
-    own = (PurePosixPath(inside_vault(root, "dashboard.path", dashboard)),) if dashboard else ()
+    own = (
+        (PurePosixPath(inside_vault(root, "dashboard.path", dashboard, file=True)),)
+        if dashboard
+        else ()
+    )
     return AdoptScope(root, tuple(templates), own)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aclarai.daemon.intake.adopt import iter_markdown
+from aclarai.daemon.intake.scope import vault_root_of
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 from aclarai.parsers import ParseError, WriteConflict, decode_note, unadopt_note
 
@@ -68,8 +69,12 @@ def folders_adopting(paths: Iterable[Path], folders: Iterable[str]) -> list[Path
     found: list[Path] = []
     for path in paths:
         resolved = path.resolve()
+        vault = vault_root_of(path)
         for root in (resolved, *resolved.parents):
             for folder in folders:
+                if folder.strip("/") in ("", ".") and root != vault:
+                    # The whole vault: only the one the path lies in, not every folder above.
+                    continue
                 adopting = (root / folder).resolve()
                 overlaps = resolved.is_relative_to(adopting) or adopting.is_relative_to(resolved)
                 if overlaps and adopting not in found and adopting.is_dir():

@@ -156,7 +156,12 @@ class _Daemon:
             )
         )
         self.watch_path = WatchPath(
-            config, self.notes, self.own_writes, self.liveness, on_synced=self._synced
+            config,
+            self.notes,
+            self.own_writes,
+            self.liveness,
+            queued=self.wake.set,
+            deleted=self.dashboard.mark,
         )
         self._next_requests = 0.0
         self._was_paused = False
@@ -225,13 +230,6 @@ class _Daemon:
             except Exception as exc:
                 log.exception("unexpected error in the watch loop; going on")
                 self.liveness.error(f"unexpected error in the watch loop: {exc!r}")
-
-    def _synced(self, queued: bool) -> None:
-        """The watch path synced notes: wake the consumer for what it queued, and have the
-        dashboard written again."""
-        if queued:
-            self.wake.set()
-        self.dashboard.mark()
 
     def _known_notes(self, prefix: str) -> list[str]:
         return [path for path in self.store.file_states() if path.startswith(prefix)]

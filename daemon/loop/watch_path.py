@@ -31,8 +31,8 @@ LOCK_WAIT_S = 0.2
 
 
 class WatchPath:
-    """Syncs the notes the watcher saw change; ``on_synced(queued)`` hears of each sync that
-    changed the graph (``queued``: it queued blocks to grade)."""
+    """Syncs the notes the watcher saw change; ``queued()`` hears of a sync that queued blocks
+    to grade, ``deleted()`` of blocks marked deleted (the dashboard shows them no more)."""
 
     def __init__(
         self,
@@ -41,14 +41,16 @@ class WatchPath:
         own_writes: OwnWrites,
         liveness: Liveness,
         *,
-        on_synced: Callable[[bool], None],
+        queued: Callable[[], None],
+        deleted: Callable[[], None],
     ) -> None:
         self.config = config
         self.notes = notes
         self.vault = notes.vault
         self.own_writes = own_writes
         self.liveness = liveness
-        self.on_synced = on_synced
+        self.queued = queued
+        self.deleted = deleted
         self.adopt_prefixes = tuple(
             "" if f == VAULT_ITSELF else f"{f}/" for f in config.adopt.folders
         )
@@ -123,7 +125,8 @@ class WatchPath:
                 dashboard=self.config.dashboard.path,
                 on_write=self._written,
             )
-            self.on_synced(bool(report.dirty_blocks or readopted))
+            if report.dirty_blocks or readopted:
+                self.queued()
         if gone:
             lost = self.notes.forget(gone)
             for rel in gone:
@@ -139,7 +142,7 @@ class WatchPath:
         self._touched.clear()
         self._gone.clear()
         if self.notes.settle(grace_s=self.config.watch.delete_grace_s):
-            self.on_synced(False)
+            self.deleted()
 
     def _written(self, path: Path, st: os.stat_result) -> None:
         rel = self.vault.rel(path)

@@ -90,6 +90,12 @@ def _waiting_for(status: Status, vault_root: Path, timeout_s: float | None) -> s
             f"nothing grades {vault_root}: no aclarai daemon or resync runs, and {waiting} "
             f"(start `aclarai watch` or run `aclarai resync`); waiting {how_long}"
         )
+    if not status.running and status.settling:
+        return (
+            f"nothing settles {vault_root}: no aclarai daemon or resync runs, and "
+            f"{status.settling} note(s) lost blocks the graph still holds (start `aclarai watch` "
+            f"or run `aclarai resync`); waiting {how_long}"
+        )
     if status.paused and status.queue_depth:
         return f"the daemon is paused: {waiting} (`aclarai resume`); waiting {how_long}"
     if status.activity == "waiting for the model":

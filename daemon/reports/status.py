@@ -164,7 +164,7 @@ def collect_status(
         usage = read_usage(queue)
         model_down = queue.get_meta(MODEL_DOWN_META)
         oldest = queue.oldest_waiting()
-        settling = len(queue.settling())
+        settling = queue.unsettled()
         unmarked = queue.unmarked()
         queued = {e.block_id for e in queue.entries() if e.state != DEAD} if verify else set()
     finally:

@@ -27,6 +27,9 @@ VAULT_PLACES = (
 )
 """The configuration keys whose values are places in the vault (a list for ``adopt.folders``)."""
 
+VAULT_FILES = frozenset({"dashboard.path"})
+"""The keys among them that name a file aclarai writes, not a folder."""
+
 VAULT_ITSELF = "."
 """A place that is the vault's own folder, as :func:`inside_vault` returns it."""
 
@@ -47,20 +50,26 @@ def bind_to_vault(config: Config, vault: Path) -> Config:
         if isinstance(value, list | tuple):
             overrides[key] = [inside_vault(root, key, str(item)) for item in value]
         elif value is not None:
-            overrides[key] = inside_vault(root, key, str(value))
+            overrides[key] = inside_vault(root, key, str(value), file=key in VAULT_FILES)
     return config.with_overrides(overrides)
 
 
-def inside_vault(root: Path, key: str, value: str) -> str:
+def inside_vault(root: Path, key: str, value: str, *, file: bool = False) -> str:
     """``value`` (a place in the vault at ``root``, a resolved folder) as a vault-relative POSIX
-    path, or :data:`VAULT_ITSELF`.
+    path, or :data:`VAULT_ITSELF`. The symlinks of a ``file``'s folders are followed, never
+    the file's own: a note the file links to is not the file (the writer refuses to replace
+    it, and never writes through it).
 
     Raises:
         ConfigError: the place is outside the vault once ``..`` and symlinks are resolved.
     """
     given = Path(value).expanduser()
+    place = given if given.is_absolute() else root / given
     # realpath, not Path.resolve: Python 3.11 raises RuntimeError on a symlink loop.
-    resolved = Path(os.path.realpath(given if given.is_absolute() else root / given))
+    if file:
+        resolved = Path(os.path.realpath(place.parent)) / place.name
+    else:
+        resolved = Path(os.path.realpath(place))
     if not resolved.is_relative_to(root):
         raise ConfigError(
             f"{key}: {value!r} is outside the vault {root}: every place aclarai reads or "

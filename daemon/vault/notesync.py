@@ -150,6 +150,15 @@ def _after(write: NoteWrite) -> SyncedNote:
     return SyncedNote(write.content, write.layout, records, seen=_stat(write.content.note))
 
 
+class _Pending(enum.Enum):
+    """A note to settle once its coming sync is through."""
+
+    PENDING = "pending"
+
+
+_PENDING = _Pending.PENDING
+
+
 class _Look(enum.Enum):
     """Which notes a sync reads and parses."""
 
@@ -223,8 +232,9 @@ class NoteSync:
         if not dry_run and self.queue is not None and self.queue.get_meta(SETTLED_ONCE) is None:
             # A graph from before notes were settled from disk may place blocks in notes that
             # lost them (a daemon stopped within the grace period): every note is settled once.
-            self._settle_later(states)
-            self.queue.set_meta(SETTLED_ONCE, utc_now())
+            with self.lock:
+                self._settle_later(states)
+                self.queue.set_meta(SETTLED_ONCE, utc_now())
         if not self._sync(walk(), states, report, dry_run, look, progress, on_batch):
             return report
         with self.lock:
@@ -249,10 +259,10 @@ class NoteSync:
             return report
 
     def settle(self, *, grace_s: float = 0.0, now: float | None = None) -> dict[str, str]:
-        """Mark deleted the blocks the store still places in notes that no longer hold them,
-        among the notes a sync left to settle at least ``grace_s`` ago (Unix time ``now``):
-        no note took them over meanwhile. The blocks of a note that cannot be read stay as its
-        last sync left them (its next sync settles it again).
+        """Mark deleted the blocks that left their notes at least ``grace_s`` ago (Unix time
+        ``now``) and that no note took over meanwhile (a sync of the note they moved to moves
+        them there). A note whose bytes changed since its last sync is left to that sync, which
+        settles it again; the blocks of a note that cannot be read stay as it last held them.
 
         Returns:
             The blocks marked deleted (key -> the note that lost them).
@@ -261,25 +271,58 @@ class NoteSync:
             return {}
         with self.lock:
             cutoff = (time.time() if now is None else now) - grace_s
-            due = self.queue.settling(before=cutoff)
+            notes, blocks = self.queue.leaving(before=cutoff)
+            left: dict[str, list[str]] = {}
+            for key, rel in blocks:
+                left.setdefault(rel, []).append(key)
             gone: dict[str, str] = {}
-            done = []
-            for rel in due:
-                held = self.held_ids(rel)
+            done_notes: list[str] = []
+            done_keys: list[str] = []
+            for rel in sorted(set(notes) | left.keys()):
+                held = self._holding(rel)
+                if held is _PENDING:
+                    continue
                 if held is not None:
-                    gone.update(
-                        (b.id, rel) for b in self.store.blocks_of_file(rel) if b.id not in held
-                    )
-                done.append(rel)
+                    stored = {b.id for b in self.store.blocks_of_file(rel)}
+                    maybe = stored if rel in notes else stored.intersection(left.get(rel, ()))
+                    gone.update((key, rel) for key in sorted(maybe) if key not in held)
+                done_notes += [rel] if rel in notes else []
+                done_keys += left.get(rel, [])
             if gone:
                 self.store.mark_deleted(gone)
                 self.moves.left.difference_update(gone)
                 for rel in sorted(set(gone.values())):
                     ids = sorted(key_block_id(bid) for bid, note in gone.items() if note == rel)
                     log.info("%s: %d block(s) marked deleted: %s", rel, len(ids), ", ".join(ids))
-            self.queue.settled(done, before=cutoff)
-            self.unsettled = bool(self.queue.settling())
+            if done_notes or done_keys:
+                self.queue.settled(done_notes, done_keys, before=cutoff)
+            self.unsettled = bool(self.queue.unsettled())
             return gone
+
+    def _holding(self, rel: str) -> set[str] | _Pending | None:
+        """The keys of the blocks the note at ``rel`` holds as the store last synced it;
+        ``None`` when it cannot be read; :data:`_PENDING` when the note changed (or went) since
+        the store last synced (or forgot) it: a sync is to come."""
+        note = self.vault.note(rel)
+        state = self.store.file_states([rel]).get(rel)
+        if note is None:
+            return set() if state is None else _PENDING
+        if state is None:
+            return _PENDING
+        recent = self._recent.get(rel)
+        if recent is not None and recent.seen == (note.mtime_ns, note.size):
+            content = recent.content
+        else:
+            try:
+                content = self.vault.read(note)
+            except FileNotFoundError:
+                return _PENDING
+            except (ParseError, OSError) as exc:
+                log.warning("%s: cannot tell which blocks it holds: %s", rel, exc)
+                return None
+        if content.sha256 != state.sha256:
+            return _PENDING
+        return {block_key(rel, b.id) for b in scan_note(content.text).note.blocks}
 
     def current(self, rel: str, in_flight: Collection[str] = ()) -> SyncedNote | None:
         """The note at ``rel`` as the store holds it now: the last synced note when its file
@@ -378,10 +421,12 @@ class NoteSync:
                 self._recent.pop(rel, None)
                 self.moves.seen.pop(rel, None)
             self._settle_later(paths)
-            if self.queue is not None:
-                self.queue.count_unmarked(dict.fromkeys(paths, 0))
             ids = self.store.forget_files(paths)
-            return {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
+            lost = {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
+            if self.queue is not None:
+                self.queue.synced(paths, lost.items(), ())
+                self.queue.count_unmarked(dict.fromkeys(paths, 0))
+            return lost
 
     def _settle_later(self, paths: Collection[str]) -> None:
         if self.queue is not None and paths:
@@ -528,7 +573,11 @@ class NoteSync:
             self.queue.count_unmarked(unmarked)
         results = self.store.sync_files(syncs)
         if self.queue is not None:
-            self.queue.settled(r.path for r in results if not r.removed)
+            self.queue.synced(
+                [r.path for r in results],
+                [(key, r.path) for r in results for key in r.removed],
+                [b.id for sync in syncs for b in sync.blocks],
+            )
         self.moves.left.difference_update(old.id for old in sources.values())
         synced = []
         for (read, new), result in zip(kept_by_note, results, strict=True):

@@ -45,6 +45,11 @@ CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (state, next_attempt_at);
 CREATE INDEX IF NOT EXISTS outbox_file ON outbox (file, state, next_attempt_at);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS settling (file TEXT PRIMARY KEY, since REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS leaving (
+    block_id TEXT PRIMARY KEY,
+    file     TEXT NOT NULL,
+    since    REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS unmarked (file TEXT PRIMARY KEY, paragraphs INTEGER NOT NULL);
 """
 
@@ -185,18 +190,6 @@ class DurableQueue:
             ("DELETE FROM outbox WHERE block_id = ?", [(old,) for old, _, _ in moves]),
         )
 
-    def settle_later(self, files: Iterable[str]) -> None:
-        """Remember notes whose sync may leave blocks in the store that they no longer hold,
-        from now, until :meth:`settled` (see :meth:`NoteSync.settle`)."""
-        now = time.time()
-        rows = [(file, now) for file in files]
-        if rows:
-            self._write(
-                "INSERT INTO settling (file, since) VALUES (?, ?)"
-                " ON CONFLICT (file) DO UPDATE SET since = excluded.since",
-                rows,
-            )
-
     def count_unmarked(self, paragraphs: Mapping[str, int]) -> None:
         """Record how many paragraphs of each of these adopted notes have no id yet (0: none,
         or the note is gone)."""
@@ -218,22 +211,60 @@ class DurableQueue:
             row = self._db.execute("SELECT SUM(paragraphs), COUNT(*) FROM unmarked").fetchone()
         return int(row[0] or 0), int(row[1])
 
-    def settling(self, *, before: float | None = None) -> list[str]:
-        """The notes to settle (remembered at or before ``before``, Unix time), in path order."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT file FROM settling WHERE since <= ? ORDER BY file",
-                (float("inf") if before is None else before,),
-            ).fetchall()
-        return [str(row[0]) for row in rows]
+    # Blocks leaving their notes (see NoteSync.settle). A note's row says that a store call
+    # about it may leave blocks behind, which ones unknown: it is written before that call and
+    # turned into one row per block that left once the call is through, in one transaction.
 
-    def settled(self, files: Iterable[str], *, before: float | None = None) -> None:
-        """Forget these notes to settle (only where remembered at or before ``before``: a
-        later sync of one asks again)."""
-        cutoff = float("inf") if before is None else before
-        rows = [(file, cutoff) for file in files]
+    def settle_later(self, files: Iterable[str]) -> None:
+        """Remember notes that a store call is about to sync or forget (an earlier row stays)."""
+        rows = [(file, time.time()) for file in files]
         if rows:
-            self._write("DELETE FROM settling WHERE file = ? AND since <= ?", rows)
+            self._write("INSERT OR IGNORE INTO settling (file, since) VALUES (?, ?)", rows)
+
+    def synced(
+        self, files: Iterable[str], left: Iterable[tuple[str, str]], back: Iterable[str]
+    ) -> None:
+        """After the store call about ``files``: the blocks that ``left`` them (key, note) are
+        remembered from now (or from when they first left), those ``back`` in a note are not."""
+        now = time.time()
+        self._write(
+            "INSERT OR IGNORE INTO leaving (block_id, file, since) VALUES (?, ?, ?)",
+            [(key, file, now) for key, file in left],
+            ("DELETE FROM leaving WHERE block_id = ?", [(key,) for key in back]),
+            ("DELETE FROM settling WHERE file = ?", [(file,) for file in files]),
+        )
+
+    def leaving(self, *, before: float) -> tuple[list[str], list[tuple[str, str]]]:
+        """What is due to settle (remembered at or before ``before``, Unix time): the notes
+        whose blocks that left are unknown, and the blocks that left their notes (key, note)."""
+        with self._lock:
+            notes = self._db.execute(
+                "SELECT file FROM settling WHERE since <= ? ORDER BY file", (before,)
+            ).fetchall()
+            blocks = self._db.execute(
+                "SELECT block_id, file FROM leaving WHERE since <= ? ORDER BY file, block_id",
+                (before,),
+            ).fetchall()
+        return [str(r[0]) for r in notes], [(str(r[0]), str(r[1])) for r in blocks]
+
+    def settled(self, files: Iterable[str], keys: Iterable[str], *, before: float) -> None:
+        """Forget these notes and blocks once settled (rows written after ``before`` stay)."""
+        self._write(
+            "DELETE FROM settling WHERE file = ? AND since <= ?",
+            [(file, before) for file in files],
+            (
+                "DELETE FROM leaving WHERE block_id = ? AND since <= ?",
+                [(key, before) for key in keys],
+            ),
+        )
+
+    def unsettled(self) -> int:
+        """Notes that lost blocks (or may have) not settled yet."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT count(*) FROM (SELECT file FROM settling UNION SELECT file FROM leaving)"
+            ).fetchone()
+        return int(row[0])
 
     def take(self, limit: int, *, now: float | None = None) -> list[QueueEntry]:
         """Mark ready entries in flight and return them: every ready entry of the notes that

@@ -6,10 +6,11 @@ message may push the rest past what detection reads of a file's head). Each keep
 a tree, ``mapping`` (node id → ``{message, parent, children}``): editing a prompt
 or regenerating an answer starts a branch. ``current_node`` is the leaf the user last saw, so the
 conversation is that leaf's chain of parents, read root first; the other branches were edited
-away, and are counted as such (:attr:`Conversation.edited_away`). Where the parent links do not
-join the nodes into one tree (single-conversation exporters write nodes without links), every
-message is read, in ``create_time`` order; ties, and messages with no time (after the one before
-them in the mapping), keep the mapping's order.
+away, and are counted as such (:attr:`Conversation.edited_away`). A node with no ``parent`` key
+takes the node listing it among its ``children`` as its parent. Where the links do not join the
+nodes into one tree (single-conversation exporters write nodes without links; a node may name a
+parent missing from the mapping), every message is read, in ``create_time`` order; ties, and
+messages with no time (after the one before them in the mapping), keep the mapping's order.
 
 Kept: ``user`` and ``assistant`` messages addressed to everyone, with content type ``text`` or
 ``multimodal_text``: string parts as they are, an image part as ``[image]`` (``[image: NAME]``
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aclarai.parsers.exports._common import (
@@ -89,11 +91,14 @@ def _conversation(item: Any, name: str, index: int) -> Conversation:
         for node_id, node in mapping.items()
         if isinstance(node, dict) and (message := _message(node_id, node, name, where))
     }
-    if _one_tree(mapping):
+    tree = _Tree.of(mapping)
+    if tree.joined(name, where):
         leaf = item.get("current_node")
-        branch = _current_branch(mapping, leaf, name, where)
+        if leaf is None:
+            leaf = tree.newest_leaf(name, where)
+        branch = tree.branch(leaf, name, where)
         messages = [read[node_id] for node_id in branch if node_id in read]
-        below = _below(mapping, branch[-1]) if branch else set()
+        below = tree.below(branch[-1]) if branch else set()
         edited_away = sum(1 for node_id in read if node_id not in branch and node_id not in below)
     else:
         messages, edited_away = _by_time(list(read.values())), 0
@@ -110,29 +115,90 @@ def _conversation(item: Any, name: str, index: int) -> Conversation:
     )
 
 
-def _one_tree(mapping: Mapping[str, Any]) -> bool:
-    """Whether the parent links join the mapping's nodes into one tree (one node without a
-    parent): a branch of it is then the conversation."""
-    roots = sum(1 for node in mapping.values() if isinstance(node, dict) and not node.get("parent"))
-    return roots <= 1
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """The mapping's nodes as their links join them: a node's ``parent``, else (a node with no
+    ``parent`` key at all) the node that lists it among its ``children``."""
 
+    nodes: frozenset[str]
+    parent: dict[str, str]
+    children: dict[str, list[str]]
 
-def _below(mapping: Mapping[str, Any], leaf: str) -> set[str]:
-    """The nodes under ``leaf`` by their parent links: never edited away (a ``current_node``
-    with children is no leaf, and what follows it is lost, not a branch)."""
-    children: dict[str, list[str]] = {}
-    for node_id, node in mapping.items():
-        parent = node.get("parent") if isinstance(node, dict) else None
-        if isinstance(parent, str):
-            children.setdefault(parent, []).append(node_id)
-    found: set[str] = set()
-    todo = list(children.get(leaf, ()))
-    while todo:
-        node_id = todo.pop()
-        if node_id not in found:
-            found.add(node_id)
-            todo.extend(children.get(node_id, ()))
-    return found
+    @classmethod
+    def of(cls, mapping: Mapping[str, Any]) -> _Tree:
+        nodes = {key: node for key, node in mapping.items() if isinstance(node, dict)}
+        parent: dict[str, str] = {}
+        children: dict[str, list[str]] = {}
+        for node_id, node in nodes.items():
+            up = node.get("parent")
+            if isinstance(up, str):
+                parent[node_id] = up
+            kids = node.get("children")
+            for kid in kids if isinstance(kids, list) else ():
+                if isinstance(kid, str) and kid in nodes:
+                    children.setdefault(node_id, []).append(kid)
+                    if "parent" not in nodes[kid]:
+                        parent.setdefault(kid, node_id)
+        for node_id, up in parent.items():
+            listed = children.setdefault(up, [])
+            if node_id not in listed:
+                listed.append(node_id)
+        return cls(frozenset(nodes), parent, children)
+
+    def joined(self, name: str, where: str) -> bool:
+        """Whether the links join every node into one tree, whose root is in the mapping."""
+        roots = {self._root(node_id, name, where) for node_id in self.nodes}
+        return len(roots) <= 1 and roots <= self.nodes
+
+    def _root(self, node_id: str, name: str, where: str) -> str:
+        seen: set[str] = set()
+        while node_id in self.parent:
+            if node_id in seen:
+                raise fail(name, f"{where}: the mapping's parent links form a cycle at {node_id!r}")
+            seen.add(node_id)
+            node_id = self.parent[node_id]
+        return node_id
+
+    def branch(self, leaf: Any, name: str, where: str) -> list[str]:
+        """Node ids from the root down to ``leaf``."""
+        chain: list[str] = []
+        node_id = leaf
+        while node_id is not None:
+            if not isinstance(node_id, str):
+                raise fail(name, f"{where}: a node id should be a string, not {node_id!r}")
+            if node_id not in self.nodes:
+                raise fail(name, f"{where}: node {node_id!r} is missing from the mapping")
+            if node_id in chain:
+                raise fail(name, f"{where}: the mapping's parent links form a cycle at {node_id!r}")
+            chain.append(node_id)
+            node_id = self.parent.get(node_id)
+        chain.reverse()
+        return chain
+
+    def newest_leaf(self, name: str, where: str) -> str | None:
+        """The end of the newest branch: from the root, each node's last child."""
+        roots = sorted(node_id for node_id in self.nodes if node_id not in self.parent)
+        if not roots:
+            return None
+        node_id = roots[0]
+        for _ in range(len(self.nodes)):
+            kids = self.children.get(node_id)
+            if not kids:
+                return node_id
+            node_id = kids[-1]
+        raise fail(name, f"{where}: the mapping's child links form a cycle")
+
+    def below(self, leaf: str) -> set[str]:
+        """The nodes under ``leaf``: never edited away (a ``current_node`` with children is no
+        leaf, and what follows it is lost, not a branch)."""
+        found: set[str] = set()
+        todo = list(self.children.get(leaf, ()))
+        while todo:
+            node_id = todo.pop()
+            if node_id not in found:
+                found.add(node_id)
+                todo.extend(self.children.get(node_id, ()))
+        return found
 
 
 def _by_time(messages: list[Message]) -> list[Message]:
@@ -146,44 +212,6 @@ def _by_time(messages: list[Message]) -> list[Message]:
         keyed.append((at, position, message))
     keyed.sort(key=lambda entry: entry[:2])
     return [message for _, _, message in keyed]
-
-
-def _current_branch(mapping: Mapping[str, Any], leaf: Any, name: str, where: str) -> list[str]:
-    """Node ids from the root down to ``leaf``; without a ``current_node``, the newest branch."""
-    if leaf is None:
-        leaf = _newest_leaf(mapping, name, where)
-    chain: list[str] = []
-    seen: set[str] = set()
-    node_id = leaf
-    while node_id is not None:
-        if not isinstance(node_id, str):
-            raise fail(name, f"{where}: a node id should be a string, not {node_id!r}")
-        node = mapping.get(node_id)
-        if not isinstance(node, dict):
-            raise fail(name, f"{where}: node {node_id!r} is missing from the mapping")
-        if node_id in seen:
-            raise fail(name, f"{where}: the mapping's parent links form a cycle at {node_id!r}")
-        seen.add(node_id)
-        chain.append(node_id)
-        node_id = node.get("parent")
-    chain.reverse()
-    return chain
-
-
-def _newest_leaf(mapping: Mapping[str, Any], name: str, where: str) -> str | None:
-    roots = [
-        key for key, node in mapping.items() if isinstance(node, dict) and not node.get("parent")
-    ]
-    if not roots:
-        return None
-    node_id = roots[0]
-    for _ in range(len(mapping)):
-        children = mapping[node_id].get("children")
-        child = children[-1] if isinstance(children, list) and children else None
-        if not isinstance(child, str) or not isinstance(mapping.get(child), dict):
-            return node_id
-        node_id = child
-    raise fail(name, f"{where}: the mapping's child links form a cycle")
 
 
 def _pieces(parts: list[Any], attachments: list[Any]) -> list[str]:

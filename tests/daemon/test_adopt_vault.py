@@ -321,30 +321,39 @@ def test_adopt_goes_on_when_the_template_setting_cannot_be_read(
     assert parse_note((vault / "Templ" / "a.md").read_text()).blocks
 
 
-def test_a_new_id_is_none_the_graph_knows(tmp_path: Path) -> None:
-    """What resync and the daemon give adopt to avoid: an id live in any note, or one the note
-    itself had for a block now deleted (kept with its claims, for a restore)."""
-    from aclarai.daemon.intake.adopt import IdsInUse
+def test_a_new_id_is_none_the_graph_holds_live(tmp_path: Path) -> None:
+    """What resync and the daemon give adopt to avoid: an id live in any note."""
+    from aclarai.daemon.intake.adopt import ids_in_use
     from aclarai.graph import FileState, FileSync, SqliteStore, block_key
     from aclarai.graph.base import BlockRecord
 
     store = SqliteStore(tmp_path / "graph.sqlite")
     try:
-        blocks = [("b.md", "blk-live"), ("a.md", "blk-gone"), ("c.md", "blk-elsewhere")]
         store.sync_files(
             [
                 FileSync(
                     FileState(file, 1, 1, "f" * 64),
                     [BlockRecord(block_key(file, bid), file, "Text.", "h", 1, 0)],
                 )
-                for (file, bid) in blocks
+                for file, bid in [("b.md", "blk-live"), ("a.md", "blk-gone")]
             ]
         )
-        store.mark_deleted([block_key("a.md", "blk-gone"), block_key("c.md", "blk-elsewhere")])
-        in_use = IdsInUse(store, "a.md")
-        assert "blk-live" in in_use
-        assert "blk-gone" in in_use
-        assert "blk-elsewhere" not in in_use
-        assert "blk-new" not in in_use
+        store.mark_deleted([block_key("a.md", "blk-gone")])
+        assert ids_in_use(store)(["blk-new", "blk-live", "blk-gone"]) == {"blk-live"}
     finally:
         store.close()
+
+
+def test_unadopt_names_the_vault_once_when_adopt_folders_holds_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "journal").mkdir()
+    (vault / "journal" / "retro.md").write_text(RETRO)
+    monkeypatch.setenv("ACLARAI_ADOPT__FOLDERS", '["."]')
+    assert main(["adopt", str(vault)]) == 0
+    capsys.readouterr()
+    assert main(["unadopt", str(vault / "journal")]) == 0
+    named = [line for line in capsys.readouterr().err.splitlines() if "adopt.folders" in line]
+    assert named == [f"aclarai: {vault} is in adopt.folders: resync adopts it again"]

@@ -450,7 +450,14 @@ def test_a_paragraph_deleted_under_the_daemon_leaves_the_graph_even_if_it_stops_
         assert daemon.stop() == 0
     finally:
         daemon.kill()
+    capsys.readouterr()
+    # The graph is not in step, and a wait says at once why nothing brings it there.
+    assert main(["status", str(vault), "--wait-idle", "--timeout", "1", "--json"]) == 124
+    waited = capsys.readouterr()
+    assert "nothing settles" in waited.err and "run `aclarai resync`" in waited.err
+    assert (json.loads(waited.out)["settling"], json.loads(waited.out)["graded"]) == (1, False)
     assert main(["resync", str(vault)]) == 0
+    assert main(["status", str(vault), "--wait-idle", "--timeout", "1"]) == 0
     capsys.readouterr()
     assert main(["claims", str(vault), "--below", "1.01", "--json"]) == 0
     listed = [json.loads(line)["block_id"] for line in capsys.readouterr().out.splitlines()]

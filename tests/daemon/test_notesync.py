@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import aclarai.daemon.loop.daemon
+import aclarai.daemon.vault.queue
 from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.loop.daemon import run_daemon
@@ -184,3 +185,75 @@ def test_the_consumer_takes_the_note_the_sync_just_made_without_reading_it(
     finally:
         store.close()
         queue.close()
+
+
+@pytest.fixture
+def synced_vault(tmp_path: Path) -> Iterator[tuple[Path, NoteSync]]:
+    """Notes a.md (blocks X and Y) and b.md (block Z), synced; no grading."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text(note_text([("blk-x", ALICE), ("blk-y", BOB)]), encoding="utf-8")
+    (vault / "b.md").write_text(note_text([("blk-z", ALICE)], title="B"), encoding="utf-8")
+    config = load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
+    state = config.state_dir_for(vault)
+    store, queue = build_store(config, state), build_queue(config, state)
+    try:
+        notes = NoteSync(build_vault(config, vault), store, queue)
+        notes.sync_vault()
+        yield vault, notes
+    finally:
+        store.close()
+        queue.close()
+
+
+def _sync(notes: NoteSync, *rels: str) -> None:
+    notes.sync_notes([n for rel in rels if (n := notes.vault.note(rel)) is not None])
+
+
+def _live(notes: NoteSync, key: str) -> bool:
+    block = notes.store.get_blocks([key]).get(key)
+    return block is not None and block.deleted_at is None
+
+
+def test_each_block_that_leaves_its_note_has_its_own_grace(
+    synced_vault: tuple[Path, NoteSync],
+) -> None:
+    """Issue 36 review: a block cut from a note whose earlier deletion was due did not get its
+    grace; now the note waits for its own sync, and each block counts from when it left."""
+    vault, notes = synced_vault
+    a = vault / "a.md"
+    a.write_text(note_text([("blk-y", BOB)]), encoding="utf-8")
+    _sync(notes, "a.md")
+    left_at = time.time()
+    # Y is cut just before X's grace ends, and not synced yet: the note is left to that sync.
+    a.write_text(note_text([]), encoding="utf-8")
+    assert notes.settle(grace_s=60, now=left_at + 61) == {}
+    assert _live(notes, "blk-x@a.md") and notes.unsettled
+    # Pasted into b.md and both synced: Y moved, X is due, Y's grace has not begun.
+    (vault / "b.md").write_text(
+        note_text([("blk-z", ALICE), ("blk-y", BOB)], title="B"), encoding="utf-8"
+    )
+    _sync(notes, "a.md", "b.md")
+    assert notes.settle(grace_s=60, now=left_at + 61) == {"blk-x@a.md": "a.md"}
+    assert _live(notes, "blk-y@b.md") and not _live(notes, "blk-y@a.md")
+    assert not notes.unsettled
+
+
+def test_a_note_edited_more_often_than_the_grace_still_settles(
+    synced_vault: tuple[Path, NoteSync], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36 review: a sync of the note restarted the grace of the blocks it had lost, so
+    a note saved every few seconds (a log a script appends to) never settled."""
+    vault, notes = synced_vault
+    clock = [time.time()]
+    monkeypatch.setattr(aclarai.daemon.vault.queue.time, "time", lambda: clock[0])
+    a = vault / "a.md"
+    a.write_text(note_text([("blk-y", BOB)]), encoding="utf-8")
+    _sync(notes, "a.md")
+    left_at = clock[0]
+    for n in range(3):
+        clock[0] += 25
+        a.write_text(note_text([("blk-y", f"{BOB} Edit {n}.")]), encoding="utf-8")
+        _sync(notes, "a.md")
+    assert notes.settle(grace_s=60, now=left_at + 59) == {}
+    assert notes.settle(grace_s=60, now=left_at + 61) == {"blk-x@a.md": "a.md"}

@@ -234,3 +234,20 @@ def test_the_writer_never_replaces_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(WriteConflict, match="not a regular file"):
         write_if_unchanged(link, b"changed\n", expected_sha256=sha256_bytes(PROSE.encode()))
     assert link.is_symlink() and target.read_text() == PROSE
+
+
+def test_a_dashboard_that_links_to_a_note_never_overwrites_it(
+    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault, _ = places
+    home = vault / "Home.md"
+    home.write_text(PROSE)
+    (vault / "aclarai").mkdir()
+    (vault / "aclarai" / "Dashboard.md").symlink_to(home)
+    assert main(["adopt", str(vault)]) == 0
+    adopted = home.read_text()
+    assert main(["resync", str(vault)]) == 0
+    assert (vault / "aclarai" / "Dashboard.md").is_symlink()
+    assert "aclarai:id=" in home.read_text() and "Dashboard" not in home.read_text()
+    assert home.read_text() != adopted, "the note the dashboard links to is graded like any note"
+    assert "dashboard not written" in capsys.readouterr().err

@@ -4,11 +4,20 @@ that their user goes on editing (a paragraph typed between two blocks, a paragra
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from aclarai.parsers import adopt_note, apply_scores, drop_emptied, parse_note, scan_note
+from aclarai.parsers import (
+    ParseError,
+    adopt_note,
+    apply_scores,
+    drop_emptied,
+    parse_note,
+    scan_note,
+    unmarked_paragraphs,
+)
 from tests.parsers.test_marks import ordinary_notes
 
 NEW = "A paragraph typed later about the Lisbon office."
@@ -259,6 +268,32 @@ def test_a_paragraph_adopted_again_never_gets_the_id_it_took_elsewhere() -> None
     (first,) = adopt_note(note, salt="a.md").block_ids
     (again,) = adopt_note(note + "\nAlice agreed.\n", salt="a.md").block_ids[:1]
     assert again != first
-    (avoided,) = adopt_note(note, salt="a.md", avoid={first}).block_ids
+    asked: list[list[str]] = []
+
+    def in_use(ids: Sequence[str]) -> set[str]:
+        asked.append(list(ids))
+        return {first} & set(ids)
+
+    (avoided,) = adopt_note(note, salt="a.md", in_use=in_use).block_ids
     assert avoided != first
+    assert asked == [[first], [avoided]], "asked once for the new ids, then for the one made anew"
     assert adopt_note(note, salt="a.md").block_ids == (first,), "the same note, the same id"
+
+
+@given(ordinary_notes(), ordinary_notes(), st.data())
+def test_the_paragraphs_counted_without_an_id_are_those_adopt_marks(
+    text: str, typed: str, data: st.DataObject
+) -> None:
+    """``unmarked_paragraphs`` (what status counts, and what has resync and the daemon adopt a
+    note again) says what adopt_note would mark, its quick answer included."""
+    adopted = adopt_note(text, salt="n.md").text
+    lines = adopted.split("\n")
+    at = data.draw(st.integers(0, len(lines)))
+    edited = "\n".join([*lines[:at], "", *typed.split("\n"), "", *lines[at:]])
+    layout = scan_note(edited)
+    assume(layout.note.adopted)
+    try:
+        marked = len(adopt_note(edited, salt="n.md").block_ids)
+    except ParseError:
+        return
+    assert unmarked_paragraphs(layout) == marked
