@@ -8,12 +8,8 @@ Obsidian: the same ``^summary`` in two notes (made from one template) is two blo
 learns of a change *before* the store learns the new hash, so a crash between the two never loses
 it. The result is a :class:`SyncedNote`, a value saying what the note holds and what changed.
 
-A block that leaves its note stays live in the store for a while: it may have been cut to be
-pasted into another note, which then takes it over with its claims and scores. Every note a sync
-may leave such blocks in is written down in the queue's database *before* the store sync, and
-:meth:`NoteSync.settle` later marks deleted whatever such a note still does not hold (at once in
-a whole pass, after ``watch.delete_grace_s`` in the daemon): a crash, a stop or a restart in
-between forgets none of them, so the graph always comes to say what the vault says.
+A block that leaves its note stays live in the store until it settles (:mod:`.settling`): the
+note it is pasted into may take it over, with its claims and scores.
 
 ``resync``, the daemon's watch path and reconcile, the consumer and the settling all go through
 :class:`NoteSync`; nothing else calls the store's ``sync_files``. The last synced
@@ -27,7 +23,6 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from aclarai.daemon.vault.moves import BlockMoves
 from aclarai.daemon.vault.notes import NoteContent, NoteFile, Vault
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
+from aclarai.daemon.vault.settling import PENDING, Pending, Settling
 from aclarai.graph import (
     BlockRecord,
     FileState,
     FileSync,
     GraphStore,
     block_key,
-    key_block_id,
 )
 from aclarai.parsers import (
     NoteLayout,
@@ -150,15 +145,6 @@ def _after(write: NoteWrite) -> SyncedNote:
     return SyncedNote(write.content, write.layout, records, seen=_stat(write.content.note))
 
 
-class _Pending(enum.Enum):
-    """A note to settle once its coming sync is through."""
-
-    PENDING = "pending"
-
-
-_PENDING = _Pending.PENDING
-
-
 class _Look(enum.Enum):
     """Which notes a sync reads and parses."""
 
@@ -190,10 +176,14 @@ class NoteSync:
         self.lock = threading.RLock()
         """Held by every sync, so a note is never synced by two threads at once."""
         self._recent: OrderedDict[str, SyncedNote] = OrderedDict()
-        self.unsettled = queue is not None
-        """Whether some note may be left to settle (the queue says which); set by every sync
-        that leaves blocks behind, cleared once a settle finds none left."""
         self.moves = BlockMoves(store, vault, self.held_ids)
+        self.settling = Settling(
+            store,
+            queue,
+            self.lock,
+            holding=self._holding,
+            deleted=self.moves.left.difference_update,
+        )
 
     def sync_vault(
         self,
@@ -233,7 +223,7 @@ class NoteSync:
             # A graph from before notes were settled from disk may place blocks in notes that
             # lost them (a daemon stopped within the grace period): every note is settled once.
             with self.lock:
-                self._settle_later(states)
+                self.settling.later(states)
                 self.queue.set_meta(SETTLED_ONCE, utc_now())
         if not self._sync(walk(), states, report, dry_run, look, progress, on_batch):
             return report
@@ -258,57 +248,26 @@ class NoteSync:
             self._sync(iter(notes), states, report, False, _Look.CHANGED_BYTES, None, None)
             return report
 
+    @property
+    def unsettled(self) -> bool:
+        """Whether some note may have blocks left to settle."""
+        return self.settling.unsettled
+
     def settle(self, *, grace_s: float = 0.0, now: float | None = None) -> dict[str, str]:
-        """Mark deleted the blocks that left their notes at least ``grace_s`` ago (Unix time
-        ``now``) and that no note took over meanwhile (a sync of the note they moved to moves
-        them there). A note whose bytes changed since its last sync is left to that sync, which
-        settles it again; the blocks of a note that cannot be read stay as it last held them.
+        """Mark deleted the blocks that left their notes ``grace_s`` ago and turned up in no
+        other note (see :meth:`.settling.Settling.settle`); return them (key -> note)."""
+        return self.settling.settle(grace_s=grace_s, now=now)
 
-        Returns:
-            The blocks marked deleted (key -> the note that lost them).
-        """
-        if self.queue is None:
-            return {}
-        with self.lock:
-            cutoff = (time.time() if now is None else now) - grace_s
-            notes, blocks = self.queue.leaving(before=cutoff)
-            left: dict[str, list[str]] = {}
-            for key, rel in blocks:
-                left.setdefault(rel, []).append(key)
-            gone: dict[str, str] = {}
-            done_notes: list[str] = []
-            done_keys: list[str] = []
-            for rel in sorted(set(notes) | left.keys()):
-                held = self._holding(rel)
-                if held is _PENDING:
-                    continue
-                if held is not None:
-                    stored = {b.id for b in self.store.blocks_of_file(rel)}
-                    maybe = stored if rel in notes else stored.intersection(left.get(rel, ()))
-                    gone.update((key, rel) for key in sorted(maybe) if key not in held)
-                done_notes += [rel] if rel in notes else []
-                done_keys += left.get(rel, [])
-            if gone:
-                self.store.mark_deleted(gone)
-                self.moves.left.difference_update(gone)
-                for rel in sorted(set(gone.values())):
-                    ids = sorted(key_block_id(bid) for bid, note in gone.items() if note == rel)
-                    log.info("%s: %d block(s) marked deleted: %s", rel, len(ids), ", ".join(ids))
-            if done_notes or done_keys:
-                self.queue.settled(done_notes, done_keys, before=cutoff)
-            self.unsettled = bool(self.queue.unsettled())
-            return gone
-
-    def _holding(self, rel: str) -> set[str] | _Pending | None:
+    def _holding(self, rel: str) -> set[str] | Pending | None:
         """The keys of the blocks the note at ``rel`` holds as the store last synced it;
-        ``None`` when it cannot be read; :data:`_PENDING` when the note changed (or went) since
-        the store last synced (or forgot) it: a sync is to come."""
+        ``None`` when it cannot be read; :data:`~.settling.PENDING` when the note changed (or
+        went) since the store last synced (or forgot) it: a sync is to come."""
         note = self.vault.note(rel)
         state = self.store.file_states([rel]).get(rel)
         if note is None:
-            return set() if state is None else _PENDING
+            return set() if state is None else PENDING
         if state is None:
-            return _PENDING
+            return PENDING
         recent = self._recent.get(rel)
         if recent is not None and recent.seen == (note.mtime_ns, note.size):
             content = recent.content
@@ -316,12 +275,12 @@ class NoteSync:
             try:
                 content = self.vault.read(note)
             except FileNotFoundError:
-                return _PENDING
+                return PENDING
             except (ParseError, OSError) as exc:
                 log.warning("%s: cannot tell which blocks it holds: %s", rel, exc)
                 return None
         if content.sha256 != state.sha256:
-            return _PENDING
+            return PENDING
         return {block_key(rel, b.id) for b in scan_note(content.text).note.blocks}
 
     def current(self, rel: str, in_flight: Collection[str] = ()) -> SyncedNote | None:
@@ -420,18 +379,13 @@ class NoteSync:
             for rel in paths:
                 self._recent.pop(rel, None)
                 self.moves.seen.pop(rel, None)
-            self._settle_later(paths)
+            self.settling.later(paths)
             ids = self.store.forget_files(paths)
             lost = {bid: block.file for bid, block in self.store.get_blocks(ids).items()}
+            self.settling.forgot(paths, lost)
             if self.queue is not None:
-                self.queue.synced(paths, lost.items(), ())
                 self.queue.count_unmarked(dict.fromkeys(paths, 0))
             return lost
-
-    def _settle_later(self, paths: Collection[str]) -> None:
-        if self.queue is not None and paths:
-            self.queue.settle_later(paths)
-            self.unsettled = True
 
     def _sync(
         self,
@@ -568,16 +522,11 @@ class NoteSync:
             )
             self.queue.enqueue(dirty)
         # Before the store learns the notes: a crash after it forgets no block they left.
-        self._settle_later([r.note.rel for r in batch])
+        self.settling.later([r.note.rel for r in batch])
         if self.queue is not None:
             self.queue.count_unmarked(unmarked)
         results = self.store.sync_files(syncs)
-        if self.queue is not None:
-            self.queue.synced(
-                [r.path for r in results],
-                [(key, r.path) for r in results for key in r.removed],
-                [b.id for sync in syncs for b in sync.blocks],
-            )
+        self.settling.synced(results, (b.id for sync in syncs for b in sync.blocks))
         self.moves.left.difference_update(old.id for old in sources.values())
         synced = []
         for (read, new), result in zip(kept_by_note, results, strict=True):
