@@ -4,6 +4,7 @@ checks that read the vault and the graph file the way a user would."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from aclarai.daemon.config import Config, load_config
 from aclarai.graph import block_key, block_scores
 from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
@@ -62,6 +64,23 @@ def wait_until(
         if time.monotonic() - started > timeout_s:
             raise AssertionError(f"condition not met within {timeout_s} s")
         time.sleep(interval_s)
+
+
+SAMPLE_VAULT = Path(__file__).resolve().parents[2] / "sample_vault"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A copy of the project's ``sample_vault/`` (a module that needs another vault says so)."""
+    target = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, target)
+    return target
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    """The embedded defaults, with the test's own state folder."""
+    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
 
 
 @pytest.fixture

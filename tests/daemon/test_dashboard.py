@@ -41,11 +41,6 @@ def vault(tmp_path: Path) -> Path:
     return target
 
 
-@pytest.fixture
-def config(tmp_path: Path) -> Config:
-    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
-
-
 def _links(markdown: str) -> list[tuple[str, str]]:
     """Every wikilink (target, display) in the text a Markdown renderer shows, table cells
     included. Wikilinks are not CommonMark: they are found in the rendered inline text, so a

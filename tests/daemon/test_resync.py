@@ -16,7 +16,6 @@ from aclarai.daemon.config import Config, ProcessingSettings, load_config
 from aclarai.daemon.factory import build_agents, build_queue, build_store, build_vault
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.resync import format_summary, resync
-from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.graph import block_key
 from aclarai.parsers import SCORE_NAMES, parse_note
@@ -24,18 +23,6 @@ from aclarai.parsers import SCORE_NAMES, parse_note
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = "aclarai/Dashboard.md"
 """Written by resync; not a note (see test_dashboard.py)."""
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(ROOT / "sample_vault", target)
-    return target
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Config:
-    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -320,21 +307,6 @@ def test_a_paragraph_copied_into_a_dirty_note_never_takes_over_the_original(
         assert [b.id for b in copies] == [block_key("meetings/2024-06-05 Planning.md", original.id)]
     finally:
         store.close()
-
-
-def test_status_verify_rehashes_the_vault_against_the_graph(vault: Path, config: Config) -> None:
-    resync(config, vault)
-    assert collect_status(config, vault, verify=True).differences == []
-    note = vault / "research/2024-06-12 Vendor call.md"
-    text = note.read_text()
-    note.write_text(text.replace("480 euros", "520 euros"))
-    status = collect_status(config, vault, verify=True)
-    [block] = [b for b in parse_note(note.read_text()).blocks if "520 euros" in b.text]
-    assert [str(d) for d in status.differences or []] == [
-        f"research/2024-06-12 Vendor call.md#^{block.id}: its text differs from the graph's"
-    ]
-    assert "verify       1 difference(s) between the graph and the vault:" in format_status(status)
-    assert collect_status(config, vault).differences is None
 
 
 def score_comments(root: Path) -> dict[str, dict[str, dict[str, float]]]:

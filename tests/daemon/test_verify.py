@@ -5,38 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from aclarai.daemon.cli import main
-from aclarai.daemon.config import Config, load_config
+from aclarai.daemon.config import Config
 from aclarai.daemon.factory import build_queue, build_store, build_vault
 from aclarai.daemon.loop.resync import resync
-from aclarai.daemon.reports.status import collect_status
+from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.notesync import SETTLED_ONCE, NoteSync
 from aclarai.daemon.vault.queue import Dirty
 from aclarai.graph import FileState, FileSync, block_key
 from aclarai.graph.base import BlockRecord
 from aclarai.parsers import parse_note
 
-ROOT = Path(__file__).resolve().parents[2]
 VENDOR = "research/2024-06-12 Vendor call.md"
 PLANNING = "meetings/2024-06-05 Planning.md"
-
-
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(ROOT / "sample_vault", target)
-    return target
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Config:
-    return load_config(env={"ACLARAI_STATE_DIR": str(tmp_path / "state")})
 
 
 def found(config: Config, vault: Path) -> list[str]:
@@ -54,6 +40,21 @@ def test_a_resynced_vault_is_in_step(
     assert found(config, vault) == []
     assert main(["status", str(vault), "--verify"]) == 0
     assert "verify       in step: the graph says what the vault says" in capsys.readouterr().out
+
+
+def test_status_verify_rehashes_the_vault_against_the_graph(vault: Path, config: Config) -> None:
+    resync(config, vault)
+    assert collect_status(config, vault, verify=True).differences == []
+    note = vault / "research/2024-06-12 Vendor call.md"
+    text = note.read_text()
+    note.write_text(text.replace("480 euros", "520 euros"))
+    status = collect_status(config, vault, verify=True)
+    [block] = [b for b in parse_note(note.read_text()).blocks if "520 euros" in b.text]
+    assert [str(d) for d in status.differences or []] == [
+        f"research/2024-06-12 Vendor call.md#^{block.id}: its text differs from the graph's"
+    ]
+    assert "verify       1 difference(s) between the graph and the vault:" in format_status(status)
+    assert collect_status(config, vault).differences is None
 
 
 def test_every_planted_difference_is_named(vault: Path, config: Config, tmp_path: Path) -> None:
