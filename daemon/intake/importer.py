@@ -42,6 +42,7 @@ from aclarai.daemon.intake.export_files import (
     read_capped,
 )
 from aclarai.daemon.progress import terminal_progress
+from aclarai.daemon.vault.bounds import inside_vault
 from aclarai.daemon.vault.writer import (
     create_if_absent,
     create_many,
@@ -197,10 +198,7 @@ def _describe(source: Path, exc: Exception) -> str:
 
 def _import_folder(vault_root: Path, folder: str) -> Path:
     root = vault_root.resolve()
-    target = (root / folder).resolve()
-    if target != root and root not in target.parents:
-        raise AclaraiError(f"import folder {folder!r} is outside the vault {root}")
-    return target
+    return root / inside_vault(root, "import.folder", folder)
 
 
 def read_source(

@@ -15,6 +15,7 @@ import yaml
 
 from aclarai.daemon.cli import main
 from aclarai.daemon.config import load_config
+from aclarai.daemon.intake.importer import import_sources
 from aclarai.daemon.vault.bounds import VAULT_PLACES, bind_to_vault
 from aclarai.daemon.vault.writer import sha256_bytes, write_if_unchanged
 from aclarai.parsers import ConfigError, WriteConflict, parse_note
@@ -125,6 +126,9 @@ def test_the_environment_and_import_into_are_checked_too(
     monkeypatch.setenv("ACLARAI_IMPORT__INBOX", str(outside))
     assert main(["resync", str(vault)]) == 1
     assert f"import.inbox: {str(outside)!r} is outside the vault" in capsys.readouterr().err
+    # The library's own entry point holds the same line.
+    with pytest.raises(ConfigError, match=r"import\.folder: '\.\./outside' is outside"):
+        import_sources([outside / "chat.json"], vault, "../outside")
     assert tree(outside) == before
     assert not (vault / "conversations").exists()
 
