@@ -101,7 +101,7 @@ def adopt_files(
     Notes of a vault's template folders and its dashboard (``dashboard``, vault-relative) are
     left alone (see :mod:`.scope`); the vault is ``root``, else the one each path given lies
     in (see :func:`.scope.vault_root_of`). With the vault's ``store``, a new id is never one
-    the graph knows (see :class:`IdsInUse`).
+    the graph holds live (see :func:`ids_in_use`).
     """
     report = AdoptReport(dry_run=dry_run)
     notes = [
@@ -110,6 +110,7 @@ def adopt_files(
         for note in iter_markdown([given])
     ]
     scopes: dict[Path, AdoptScope] = {}
+    in_use = None if store is None else ids_in_use(store)
     for path, vault in notes:
         report.notes_seen += 1
         if progress is not None:
@@ -123,7 +124,6 @@ def adopt_files(
         try:
             data = path.read_bytes()
             text = decode_note(data, path=str(path))
-            in_use = None if store is None else ids_in_use(store)
             result = adopt_note(text, salt=str(path.resolve()), in_use=in_use)
             if result.text == text:
                 continue
@@ -179,6 +179,7 @@ def readopt(
     if not rels:
         return 0
     scope = scope_for(notes.vault.root, dashboard)
+    in_use = ids_in_use(notes.store)
     written: list[str] = []
     for rel in sorted(rels):
         note = notes.vault.note(rel)
@@ -187,7 +188,6 @@ def readopt(
         try:
             content = notes.vault.read(note)
             if new_paragraphs and scope.reason_to_skip(note.path) is None:
-                in_use = ids_in_use(notes.store)
                 text = adopt_note(content.text, salt=str(note.path.resolve()), in_use=in_use).text
             else:
                 text = drop_emptied(content.text, scan_note(content.text))

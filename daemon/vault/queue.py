@@ -13,6 +13,7 @@ letter that ``aclarai status`` lists, and it never blocks the other entries.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 import threading
@@ -193,17 +194,24 @@ class DurableQueue:
     def count_unmarked(self, paragraphs: Mapping[str, int]) -> None:
         """Record how many paragraphs of each of these adopted notes have no id yet (0: none,
         or the note is gone)."""
-        if not paragraphs:
-            return
-        self._write(
-            "DELETE FROM unmarked WHERE file = ?",
-            [(file,) for file, count in paragraphs.items() if not count],
-            (
-                "INSERT INTO unmarked (file, paragraphs) VALUES (?, ?)"
-                " ON CONFLICT (file) DO UPDATE SET paragraphs = excluded.paragraphs",
-                [(file, count) for file, count in paragraphs.items() if count],
-            ),
-        )
+        counted = [(file, count) for file, count in paragraphs.items() if count]
+        with self._lock:
+            # Every sync of a note calls this, nearly always with 0 for a note that had 0: a
+            # read spares that sync a write (and its fsync).
+            known = self._db.execute(
+                "SELECT file FROM unmarked WHERE file IN (SELECT value FROM json_each(?))",
+                (json.dumps([file for file, count in paragraphs.items() if not count]),),
+            ).fetchall()
+        if counted or known:
+            self._write(
+                "DELETE FROM unmarked WHERE file = ?",
+                known,
+                (
+                    "INSERT INTO unmarked (file, paragraphs) VALUES (?, ?)"
+                    " ON CONFLICT (file) DO UPDATE SET paragraphs = excluded.paragraphs",
+                    counted,
+                ),
+            )
 
     def unmarked(self) -> tuple[int, int]:
         """Paragraphs of adopted notes with no id yet, and the notes holding them."""
