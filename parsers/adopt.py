@@ -41,7 +41,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from aclarai.parsers.blocks import NoteLayout, scan_note
+from aclarai.parsers.blocks import NoteLayout, only_embeds, scan_note
 from aclarai.parsers.errors import ParseError
 from aclarai.parsers.grammar import (
     BLOCK_START_COMMENT,
@@ -56,7 +56,6 @@ from aclarai.parsers.reading import LineKind, line_kinds
 
 _OBSIDIAN_ID = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")
 _LIST_MARKER = re.compile(r"(\s*)([-+*]|[0-9]{1,9}[.)])(\s*)")
-_EMBED = re.compile(r"!\[\[[^\]]*\]\]")
 _TASK_BOX = re.compile(r"^\[.?\]")
 _BOM = "\ufeff"
 _HIDDEN = frozenset({LineKind.MATH, LineKind.COMMENT})
@@ -224,7 +223,7 @@ def _targets(lines: list[str], start: int, layout: NoteLayout) -> list[_Target]:
         ):
             continue
         if token.type == "paragraph_open" and token.level == 0:
-            if _only_embeds(tokens[index + 1]):
+            if only_embeds(tokens[index + 1].content):
                 continue
             targets.append(_target(lines, first, stop, indent=""))
         elif token.type == "list_item_open" and token.level == 1:
@@ -261,12 +260,6 @@ def _has_text(lines: list[str]) -> bool:
         line.strip() and parse_anchor(line) is None and not _is_comment_line(line.strip())
         for line in lines
     )
-
-
-def _only_embeds(inline: Token) -> bool:
-    """Whether a paragraph shows embeds alone: its ``^anchor`` lines are no text either."""
-    lines = inline.content.split("\n")
-    return not _EMBED.sub("", "\n".join(x for x in lines if parse_anchor(x) is None)).strip()
 
 
 def _content_indent(line: str) -> str:

@@ -192,6 +192,13 @@ def _has_adopt_mark(lines: Sequence[str], code: frozenset[int], start: int) -> b
     return False
 
 
+def only_embeds(paragraph: str) -> bool:
+    """Whether a paragraph shows embeds alone (``![[…]]``; its ``^anchor`` lines are no text
+    either): adopt gives it no id, and it is no adopted note's block."""
+    shown = "\n".join(line for line in paragraph.split("\n") if parse_anchor(line) is None)
+    return not _EMBEDS.sub("", shown).strip()
+
+
 def _text_after(lines: Sequence[str], index: int) -> bool:
     """Whether a line from ``index`` on holds anything: an id with nothing after it is a note's
     file-level id (Tier 1), not an emptied block's."""
@@ -525,7 +532,7 @@ def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
         body[0][:1].isspace()
         or any(_is_blank(line) or _MAY_START_ELEMENT.match(line) for line in body)
     ):
-        return (start, end) if _EMBEDS.sub("", " ".join(body)).strip() else (end, end)
+        return (end, end) if only_embeds("\n".join(body)) else (start, end)
     # markdown-it reads a lone CR as a line break; a space keeps its line numbers equal to ours.
     source = "\n".join(line.replace("\r", " ") for line in body)
     last: int | None = None
@@ -541,7 +548,7 @@ def _last_element(pending: list[str], note_start: bool) -> tuple[int, int]:
     found = item if kind.endswith("_list_open") and item is not None else last
     first = start + (found or 0)
     if kind in _NEVER_ADOPTED or (
-        kind == "paragraph_open" and not _EMBEDS.sub("", " ".join(pending[first:end])).strip()
+        kind == "paragraph_open" and only_embeds("\n".join(pending[first:end]))
     ):
         return end, end
     return first, end
