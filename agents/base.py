@@ -20,7 +20,7 @@ import hashlib
 import operator
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import TracebackType
 from typing import TypeVar
 
@@ -79,6 +79,9 @@ class ExtractionInput:
     block: Utterance
     before: tuple[Utterance, ...] = ()
     after: tuple[Utterance, ...] = ()
+    conversation: bool = True
+    """Whether the block is a line of a conversation note (one with participants), where
+    ``name:`` names a speaker; in any other note it is a label."""
 
     def around(self) -> tuple[str, ...]:
         """The window's texts, the nearest the block first (what an evaluator keeps of a window
@@ -114,7 +117,8 @@ class EvalItem:
 
 
 def as_read(items: Sequence[EvalItem]) -> list[EvalItem]:
-    """The items as a reader sees them: claim, source and context rendered from Markdown."""
+    """The items as a reader sees them: claim, source and context rendered from Markdown
+    (extractors keep a block's code spans in their claims, so that they read the same here)."""
     # The claims of a block share its source and window: each text is rendered once.
     rendered: dict[str, str] = {}
 
@@ -135,9 +139,10 @@ def as_read(items: Sequence[EvalItem]) -> list[EvalItem]:
 def prose_of(item: ExtractionInput) -> ExtractionInput:
     """The input as an extractor reads it: the block's prose, and its neighbours as read."""
     return ExtractionInput(
-        block=Utterance(item.block.block_id, prose_text(item.block.text)),
+        block=Utterance(item.block.block_id, prose_text(item.block.text, code_spans=True)),
         before=tuple(Utterance(u.block_id, reader_text(u.text)) for u in item.before),
         after=tuple(Utterance(u.block_id, reader_text(u.text)) for u in item.after),
+        conversation=item.conversation,
     )
 
 
@@ -159,6 +164,56 @@ class Score:
     def unavailable(self) -> bool:
         """Whether it failed because the model endpoint could not be reached (try again later)."""
         return self.status.startswith(UNAVAILABLE_STATUS)
+
+
+WEAK_SCORE = 0.70
+"""A score under this is explained: the claim's justification says why, in its own words."""
+SCORE_WORDS = {
+    "entailed_score": "entailment",
+    "coverage_score": "coverage",
+    "decontextualization_score": "decontextualization",
+}
+"""How a justification names each score."""
+
+
+def explained(
+    score: Score, *, entailment: str, decontextualization: str = "", coverage: str = ""
+) -> Score:
+    """``score`` whose justification, when a score is under :data:`WEAK_SCORE`, explains the
+    scores under it, the weakest first: ``"coverage 0.00: leaves out File.base."``.
+
+    A quality is the geometric mean of the three scores, so a low one is explained by the lowest
+    of them first; the verdict's own reason follows when entailment is not among them.
+
+    Args:
+        score: A complete score.
+        entailment: Why the source does or does not support the claim.
+        decontextualization: What the claim needs from outside it; a general phrase if empty.
+        coverage: What the claim leaves out; ``score.omitted`` is named if empty.
+    """
+    values = {
+        name: value
+        for name in SCORE_WORDS
+        if isinstance(value := getattr(score, name), int | float)
+    }
+    if not values:
+        return score
+    weak = sorted((n for n in values if values[n] < WEAK_SCORE), key=values.__getitem__)
+    if not weak:
+        return score
+    omitted = ", ".join(score.omitted[:3])
+    reasons = {
+        "entailed_score": entailment,
+        "coverage_score": coverage
+        or (f"leaves out {omitted}" if omitted else "leaves out much of what its source names"),
+        "decontextualization_score": decontextualization
+        or "needs context from around it to be understood",
+    }
+    why = "; ".join(f"{SCORE_WORDS[n]} {values[n]:.2f}: {reasons[n].rstrip('. ')}" for n in weak)
+    if "entailed_score" not in weak and score.justification:
+        # The source supports the claim: the verdict's reason says so after the weak score's.
+        why = f"{why}. {score.justification.rstrip('. ')}"
+    return replace(score, justification=f"{why}.")
 
 
 class ClaimExtractor(ABC):

@@ -112,7 +112,8 @@ _ESCAPED_BASE = 0xE000
 """Escaped characters hide as private-use characters while the syntax is rendered."""
 _ESCAPED = re.compile("[\ue021-\ue07e]")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
-_EMBED = re.compile(r"!\[\[[^\[\]\n]*\]\]")
+# An embed alone in brackets takes them along: 「（![[icon.svg]]）」 shows an icon, not "（）".
+_EMBED = re.compile(r"[（(][ \t]*!\[\[[^\[\]\n]*\]\][ \t]*[）)]|!\[\[[^\[\]\n]*\]\]")
 _WIKILINK = re.compile(r"\[\[([^\[\]|\ue07c\n]*)(?:[|\ue07c]([^\[\]\n]*))?\]\]")
 # A link's destination, and its optional title, bounded so that a line of many unclosed
 # links is read in linear time.
@@ -120,7 +121,10 @@ _DESTINATION = (
     r"\((?:<[^<>\n]{0,500}>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)"
     r"(?:[ \t]+(?:\"[^\"\n]{0,500}\"|'[^'\n]{0,500}'|\([^()\n]{0,500}\)))?[ \t]*\)"
 )
-_IMAGE = re.compile(rf"!\[[^\[\]\n]*\](?:{_DESTINATION}|\[[^\[\]\n]*\])")
+_IMAGE = re.compile(
+    rf"[（(][ \t]*!\[[^\[\]\n]*\](?:{_DESTINATION}|\[[^\[\]\n]*\])[ \t]*[）)]"
+    rf"|!\[[^\[\]\n]*\](?:{_DESTINATION}|\[[^\[\]\n]*\])"
+)
 _LINK = re.compile(rf"\[([^\[\]\n]*)\]{_DESTINATION}")
 _FOOTNOTE = re.compile(r"\[\^[^\[\]\s]+\]|\^\[[^\[\]\n]*\]")
 _REFERENCE_LINK = re.compile(r"\[([^\[\]\n]+)\]\[[^\[\]\n]*\]")
@@ -153,7 +157,7 @@ def reader_text(markdown: str) -> str:
     return _render(markdown, prose_only=False)
 
 
-def prose_text(markdown: str) -> str:
+def prose_text(markdown: str, *, code_spans: bool = False) -> str:
     """Like :func:`reader_text`, without the parts that never state a claim.
 
     Code and math blocks, HTML blocks, comments, front matter, embeds and task items are left
@@ -161,11 +165,14 @@ def prose_text(markdown: str) -> str:
 
     Args:
         markdown: A note or a block.
+        code_spans: Keep inline code as written, backticks included. A claim drawn from this
+            text renders again to what the reader saw: ``the `![[File.base]]` syntax`` reads
+            as its literal content, where the bare ``![[File.base]]`` would read as an embed.
 
     Returns:
         The rendered prose, "" when there is none.
     """
-    return _render(markdown, prose_only=True)
+    return _render(markdown, prose_only=True, code_spans=code_spans)
 
 
 def line_kinds(markdown: str) -> list[LineKind]:
@@ -178,23 +185,23 @@ def line_kinds(markdown: str) -> list[LineKind]:
     return [kind for kind, _ in _classify(markdown.split("\n"))]
 
 
-def _render(markdown: object, *, prose_only: bool) -> str:
+def _render(markdown: object, *, prose_only: bool, code_spans: bool = False) -> str:
     if not isinstance(markdown, str) or not markdown:
         return ""
     if "\n" not in markdown and "%" not in markdown and _plain(markdown):
         # Most blocks of a conversation are one plain line.
         text = markdown.strip()
         return _SPACES.sub(" ", text) if "  " in text else text
-    return _render_lines(markdown, prose_only=prose_only)
+    return _render_lines(markdown, prose_only=prose_only, code_spans=code_spans)
 
 
-def _render_lines(markdown: str, *, prose_only: bool) -> str:
+def _render_lines(markdown: str, *, prose_only: bool, code_spans: bool) -> str:
     out: list[str] = []
     previous_quote = 0
     previous_heading = False
     for kind, line in _classify(markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
         if kind in _RENDERED and not (prose_only and kind is LineKind.TASK):
-            text, quote, starts = _render_line(line)
+            text, quote, starts = _render_line(line, code_spans)
             if starts or previous_heading or quote != previous_quote:
                 out.append("")
             previous_quote, previous_heading = quote, starts in ("heading", "callout")
@@ -341,7 +348,7 @@ def _uncomment(line: str, closer: str) -> tuple[str, str]:
     return "".join(kept), closer
 
 
-def _render_line(line: str) -> tuple[str, int, str]:
+def _render_line(line: str, code_spans: bool = False) -> tuple[str, int, str]:
     """A prose line's text, its quote depth, and what it starts ("" for a continuation)."""
     if _plain(line):
         text = line.rstrip()
@@ -361,11 +368,11 @@ def _render_line(line: str) -> tuple[str, int, str]:
             line = line[box.end() :]
     elif footnote := _FOOTNOTE_DEFINITION.match(line):
         line, starts = line[footnote.end() :], "footnote"
-    text = _render_inline(line).strip()
+    text = _render_inline(line, code_spans).strip()
     return (_SPACES.sub(" ", text) if "  " in text else text), quote, starts
 
 
-def _render_inline(text: str) -> str:
+def _render_inline(text: str, code_spans: bool = False) -> str:
     """The inline Markdown of one line, rendered (links, emphasis, code, escapes, quotes)."""
     if not _SYNTAX_CHARACTER.search(text):
         return text
@@ -377,7 +384,8 @@ def _render_inline(text: str) -> str:
         at = 0
         for span in _CODE_SPAN.finditer(text):
             pieces.append(_markup(text[at : span.start()]))
-            pieces.append(_unhide(_code_text(span.group(2)), keep_backslash=True))
+            code = span.group() if code_spans else _code_text(span.group(2))
+            pieces.append(_unhide(code, keep_backslash=True))
             at = span.end()
         pieces.append(_markup(text[at:]))
         text = "".join(pieces)

@@ -31,8 +31,25 @@ _ABBREVIATIONS = frozenset(
     inc ltd co corp bros assn univ intl natl
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
     am pm a.m p.m e.g i.e u.s u.k u.n u.s.a ph.d b.a m.a b.sc m.sc
+    bzw z.b usw ca evtl ggf inkl vgl d.h u.a z.t sog
+    env p.ex cf mme mlle
+    p.ej aprox sra srta dra pág
+    ecc sig dott pag
+    bijv o.a enz blz mevr
     """.split()  # noqa: SIM905 - a word list reads better as prose
 )
+_MONTHS = frozenset(
+    """
+    january february march april may june july august september october november december
+    januar februar märz mai juni juli oktober dezember
+    janvier février mars avril juin juillet août septembre octobre novembre décembre
+    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+    gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre
+    janeiro fevereiro março maio junho julho setembro outubro novembro dezembro
+    januari februari maart mei augustus
+    """.split()  # noqa: SIM905
+)
+"""Month names: "bis zum 17. Mai" writes a day with a full stop, and goes on."""
 _NUMBER_ABBREVIATIONS = frozenset(
     {"no", "nos", "vol", "vols", "fig", "figs", "pp", "ch", "sec", "op"}
 )
@@ -47,6 +64,7 @@ _WIDE_BOUNDARY = re.compile(r"[。！？｡]+[」』）】〕〉》”’\"')\]]
 _QUOTE_CLOSERS = "」』"
 _HIRAGANA = re.compile(r"[\u3041-\u309f]")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
+_WORD_AFTER = re.compile(r"\s+(\w+)")
 _LOOK_BACK = 16
 """Longer than most words: the look-back a search for the word before a full stop starts with."""
 # A line that opens a new unit even without a blank line before it.
@@ -144,6 +162,8 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     if match is None:
         return True
     word = match.group(1).lower().strip(".")
+    if word.isdigit() and len(word) <= 2 and _next_word(unit, punct_at).lower() in _MONTHS:
+        return False
     if word in _NUMBER_ABBREVIATIONS:
         return not following.isdigit()
     if word in _ABBREVIATIONS:
@@ -152,6 +172,11 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     if len(word) == 1 and word.isalpha():
         return False
     return not ("." in word and lower_next)
+
+
+def _next_word(unit: str, punct_at: int) -> str:
+    match = _WORD_AFTER.match(unit, punct_at + 1)
+    return match.group(1) if match else ""
 
 
 def _word_before(unit: str, end: int) -> re.Match[str] | None:

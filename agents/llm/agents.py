@@ -57,6 +57,7 @@ from aclarai.agents.base import (
     Score,
     Utterance,
     as_read,
+    explained,
     prose_of,
 )
 from aclarai.agents.base import claim_id as make_claim_id
@@ -506,6 +507,19 @@ class LLMEvaluator(Evaluator):
         entailment = replies.get("entailment")
         coverage = replies.get("coverage")
         decontext = replies.get("decontextualization")
+        return explained(
+            self._agents_score(entailment, coverage, decontext, verdict, problems),
+            entailment=verdict.justification or "the model finds the source does not support it",
+        )
+
+    @staticmethod
+    def _agents_score(
+        entailment: BaseModel | None,
+        coverage: BaseModel | None,
+        decontext: BaseModel | None,
+        verdict: Any,
+        problems: list[str],
+    ) -> Score:
         return Score(
             entailed_score=ENTAILMENT_VALUES[entailment.entailment]
             if isinstance(entailment, EntailmentOut)
@@ -537,17 +551,19 @@ def _graded(
     elif lexical is not None:
         lexically = f"; the offline scorer could not score it ({lexical.status})"
     covered = coverage(item.claim, item.source)
+    standalone = decontextualization(item.claim, item.source, item.context)
     verdict = grade_verdict(entailed)
     label = verdict.replace("_", " ").capitalize()
-    return Score(
+    why = f"the model grades the source's support for the claim {grade:.1f} of 5{lexically}"
+    score = Score(
         entailed_score=entailed,
         coverage_score=covered.score,
-        decontextualization_score=decontextualization(item.claim, item.source, item.context).score,
+        decontextualization_score=standalone.score,
         verdict=verdict,
-        justification=f"{label}: the model grades the source's support for the claim "
-        f"{grade:.1f} of 5{lexically}.",
+        justification=f"{label}: {why}.",
         omitted=covered.omitted,
     )
+    return explained(score, entailment=why, decontextualization="; ".join(standalone.reasons[:2]))
 
 
 def _claim_line(claim: str) -> str:

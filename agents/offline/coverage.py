@@ -7,7 +7,8 @@ only the source sentences the claim came from count: the sentence sharing the mo
 with it, then each other sentence that gives it content words those before it lack (a claim
 merging two sentences came from both). A claim that is one sentence of a three-sentence block is
 not charged for the other two sentences' names and numbers. The speaker prefix of a Tier 1
-utterance is who spoke, not what was said, and is left out.
+utterance is who spoke, not what was said, and a label ("Action: …") names what follows: both
+are left out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aclarai.agents.offline.features import (
     word_set,
     words_of,
 )
+from aclarai.agents.offline.not_claims import strip_label
 
 RELATIVE_DATES = word_set("yesterday today tomorrow tonight")
 _DATE_WORDS = MONTHS | WEEKDAYS | RELATIVE_DATES
@@ -139,7 +141,9 @@ def _drawn_on(claim_content: set[str], source: str) -> list[str]:
 
 
 def _without_speaker(sentence: str) -> str:
-    return split_speaker(sentence)[1]
+    """The sentence without who said it or the label before it ("Action: Ana books …"): a
+    claim is what follows."""
+    return strip_label(split_speaker(sentence)[1])
 
 
 def _is_name_part(word: str, later: bool) -> bool:

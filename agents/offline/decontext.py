@@ -1,11 +1,15 @@
 """Decontextualization: can a claim be understood without the conversation it came from?
 
 The score starts at 1 and each thing a reader would need the context for multiplies it by a
-penalty: a pronoun with no antecedent in the claim (worst as the subject), a first- or
-second-person pronoun, a demonstrative ("this", "that is why"), a place deictic ("here",
-"there"), a relative time ("yesterday", "this morning", a bare weekday), a definite description
-that points back into the conversation ("the team", or "the migration" when the neighbouring
-utterances talk about a migration), ellipsis, and a missing subject.
+penalty: a pronoun with no antecedent in the claim (worst as the subject), a first-person
+pronoun ("I" and "we" point to a note's author or team), a demonstrative ("this", "that is
+why"), a place deictic ("here", "there"), a relative time ("yesterday", "this morning", a bare
+weekday), a definite description that points back into the conversation ("the team", or "the
+migration" when the neighbouring utterances talk about a migration), ellipsis, and a missing
+subject.
+
+A sentence addressed to the reader ("When you reach your storage limit, Sync stops") depends on
+no context: "you" and "your" mean whoever reads it, in any language, and cost nothing.
 
 The neighbouring utterances help in two ways: speaker names found in them count as antecedents
 ("alice said she ..."), and nouns they mention make "the <noun>" anaphoric.
@@ -33,7 +37,8 @@ from aclarai.agents.offline.words import UNSPACED_CHAR, find_words
 _THIRD_PERSON = word_set(
     "he she it they him her them his hers its their theirs himself herself itself themselves"
 )
-_FIRST_SECOND_PERSON = word_set("i me my mine we us our ours you your yours i'm i've we're")
+_FIRST_PERSON = word_set("i me my mine we us our ours i'm i've we're")
+_SECOND_PERSON = word_set("you your yours yourself yourselves you're you've")
 _DEMONSTRATIVES = word_set("this these those")
 _BE_FORMS = word_set("is are was were 's has have had will may might seems seem appears appear")
 _RELATIVE_TIME = RELATIVE_DATES | word_set("now currently recently earlier later lately ago")
@@ -54,7 +59,7 @@ _PAST_IRREGULAR_STARTS = word_set("went made took got saw ran broke fell found g
 _AUXILIARIES = word_set("is was were are has had have will would can could should did does")
 _TRIGGERS = (
     _THIRD_PERSON
-    | _FIRST_SECOND_PERSON
+    | _FIRST_PERSON
     | _DEMONSTRATIVES
     | _RELATIVE_TIME
     | _TIME_MODIFIERS
@@ -73,14 +78,23 @@ ANAPHORIC_DESCRIPTION = 0.85
 ELLIPSIS = 0.85
 MISSING_SUBJECT = 0.5
 SHORT = 0.8
+_OUTSIDE = "refers to something outside the claim"
 _UNSPACED_CONTEXT: tuple[tuple[str, float, str], ...] = tuple(
     (word, factor, kind)
     for words, factor, kind in (
-        ("彼女 彼ら 彼 他们 她们 她 它 他", PRONOUN, "pronoun"),
-        ("私たち 私 僕 俺 我们 我", FIRST_PERSON, "pronoun"),
-        ("これ それ あれ この その あの 这 那", DEMONSTRATIVE, "demonstrative"),
-        ("あそこ ここ そこ 这里 那里", DEICTIC_PLACE, "place"),
-        ("昨日 今日 明日 先週 来週 去年 来年 最近 昨天 今天 明天", RELATIVE_TIME, "relative time"),
+        ("彼女 彼ら 彼 他们 她们 她 它 他", PRONOUN, _OUTSIDE),
+        ("私たち 私 僕 俺 我们 我", FIRST_PERSON, "is the note's author, not named in the claim"),
+        (
+            "これ それ あれ この その あの 这 那",
+            DEMONSTRATIVE,
+            "refers to something outside the claim",
+        ),
+        ("あそこ ここ そこ 这里 那里", DEICTIC_PLACE, "is a place the claim does not name"),
+        (
+            "昨日 今日 明日 先週 来週 去年 来年 最近 昨天 今天 明天",
+            RELATIVE_TIME,
+            "is a time the claim does not date",
+        ),
     )
     for word in words.split()
 )
@@ -89,7 +103,8 @@ _UNSPACED_CONTEXT: tuple[tuple[str, float, str], ...] = tuple(
 
 @dataclass(frozen=True, slots=True)
 class Decontextualization:
-    """The score and what lowered it (e.g. ``"pronoun 'he'"``)."""
+    """The score and what lowered it, in words (``"'he' refers to something outside the
+    claim"``)."""
 
     score: float
     reasons: tuple[str, ...]
@@ -122,11 +137,11 @@ def decontextualization(
         if not antecedent and _could_be_antecedent(word, lowered[i], i, words, known_names):
             antecedent = True
     if "..." in claim or "…" in claim or "etc" in lowered:
-        penalties.append((ELLIPSIS, "ellipsis"))
+        penalties.append((ELLIPSIS, "it trails off"))
     if lowered and _missing_subject(lowered[0], known_names):
-        penalties.append((MISSING_SUBJECT, "no subject"))
+        penalties.append((MISSING_SUBJECT, "it has no subject"))
     if len(words) < 4:
-        penalties.append((SHORT, "too short"))
+        penalties.append((SHORT, "it is too short to stand alone"))
     if UNSPACED_CHAR.search(claim):
         penalties.extend(_unspaced_penalties(claim))
     score = 1.0
@@ -145,22 +160,27 @@ def _word_penalty(
     word, lower = words[i], lowered[i]
     following = lowered[i + 1] if i + 1 < len(lowered) else ""
     if lower in _THIRD_PERSON and not antecedent and not _dummy_it(lowered, i):
-        return (LEADING_PRONOUN if i == 0 else PRONOUN, f"pronoun '{word}'")
-    if lower in _FIRST_SECOND_PERSON:
-        return (FIRST_PERSON, f"pronoun '{word}'")
+        return (LEADING_PRONOUN if i == 0 else PRONOUN, _outside(word))
+    # English writes "I" upper case; a lower-case "i" is another language's ("i file").
+    if lower in _FIRST_PERSON and not (lower == "i" and word == "i"):
+        return (FIRST_PERSON, f"'{word}' is the note's author, not named in the claim")
     if (lower in _DEMONSTRATIVES and following not in _TIME_UNITS) or (lower == "that" and i == 0):
-        return (DEMONSTRATIVE, f"demonstrative '{word}'")
+        return (DEMONSTRATIVE, _outside(word))
     if lower == "here" or (lower == "there" and following not in _BE_FORMS):
-        return (DEICTIC_PLACE, f"place '{word}'")
+        return (DEICTIC_PLACE, f"'{word}' is a place the claim does not name")
     if (
         lower in _RELATIVE_TIME
         or (lower in _TIME_MODIFIERS and following in _TIME_UNITS)
         or (lower in WEEKDAYS and not _has_full_date(lowered))
     ):
-        return (RELATIVE_TIME, f"relative time '{word}'")
+        return (RELATIVE_TIME, f"'{word}' is a time the claim does not date")
     if lower == "the" and _anaphoric(following, words, i, context):
-        return (ANAPHORIC_DESCRIPTION, f"'the {following}' refers back")
+        return (ANAPHORIC_DESCRIPTION, f"'the {following}' refers to something outside the claim")
     return None
+
+
+def _outside(word: str) -> str:
+    return f"'{word}' {_OUTSIDE}"
 
 
 def _unspaced_penalties(claim: str) -> list[tuple[float, str]]:
@@ -170,7 +190,7 @@ def _unspaced_penalties(claim: str) -> list[tuple[float, str]]:
     penalties = []
     for word, factor, kind in _UNSPACED_CONTEXT:
         if word in text:
-            penalties.append((factor, f"{kind} '{word}'"))
+            penalties.append((factor, f"'{word}' {kind}"))
             # "彼女" is one pronoun, not "彼女" and "彼".
             text = text.replace(word, "")
     return penalties
@@ -191,7 +211,7 @@ def _could_be_antecedent(
 ) -> bool:
     if lower in known_names or _has_digit(word):
         return True
-    if word[0].isupper() and lower not in STOPWORDS and lower not in _FIRST_SECOND_PERSON:
+    if word[0].isupper() and lower not in STOPWORDS and lower not in _FIRST_PERSON:
         return index > 0 or (len(words) > 1 and is_content(lower))
     previous = words[index - 1].lower() if index else ""
     return previous in {"the", "a", "an"} and is_content(lower)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from aclarai.agents.base import EvalItem, Evaluator, Score, as_read
+from aclarai.agents.base import EvalItem, Evaluator, Score, as_read, explained
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.features import (
@@ -44,7 +44,7 @@ from aclarai.agents.offline.words import WORD_PATTERN, find_words
 logger = logging.getLogger(__name__)
 
 PARAMS_RESOURCE = "params.json"
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 """Bumped when a rule outside the learned parameters changes the scores."""
 CONTRADICTION_CAP = 0.1
 _PRECISION = FEATURE_NAMES.index("content_precision_mean")
@@ -135,13 +135,19 @@ class OfflineEvaluator(Evaluator):
         conflict = contradiction(claim, source)
         probability = self.model.probability(features, contradicted=conflict is not None)
         verdict = self.model.verdict(probability)
-        return Score(
+        why = justify(verdict, features, conflict, claim, source, item.claim)
+        score = Score(
             entailed_score=probability,
             coverage_score=covered.score,
             decontextualization_score=standalone.score,
             verdict=verdict,
-            justification=justify(verdict, features, conflict, claim, source, item.claim),
+            justification=why,
             omitted=covered.omitted,
+        )
+        return explained(
+            score,
+            entailment=why.partition(": ")[2],
+            decontextualization="; ".join(standalone.reasons[:2]),
         )
 
 

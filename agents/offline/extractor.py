@@ -1,13 +1,19 @@
-"""The offline claim extractor: one claim per verifiable declarative sentence of an utterance.
+"""The offline claim extractor: one claim per verifiable declarative sentence of a block.
 
-Deterministic and rule-based. It reads the utterance's prose as a reader sees it
-(:func:`aclarai.parsers.prose_text`: no link syntax, no code, no task items). A Tier 1
-utterance usually opens with a speaker prefix (``alice: ...``); the prefix is removed and
-first-person pronouns are resolved to the speaker ("alice: I rolled back to v2.3" gives "alice
-rolled back to v2.3"; "we" becomes "alice's team", with the verb agreeing). Sentences that are not
-claims are skipped: questions, greetings, thanks and acknowledgements, imperatives, bare opinions
-with nothing checkable, and fragments. Sentences in other scripts take the path of
-:mod:`~aclarai.agents.offline.nonlatin`.
+Deterministic and rule-based. It reads the block's prose as a reader sees it
+(:func:`aclarai.parsers.prose_text`: no link syntax, no code blocks, no task items). A code span
+stays in the claim as written, so that the claim, rendered, reads its literal content as the
+source does. In a conversation note (Tier 1, with participants) a line usually
+opens with a speaker prefix (``alice: ...``); the prefix is removed and first-person pronouns
+are resolved to the speaker ("alice: I rolled back to v2.3" gives "alice rolled back to v2.3";
+"we" becomes "alice's team", with the verb agreeing). In any other note, ``Label: text`` is a
+label and its text: the claim is the text. Sentences that are not claims are skipped: questions,
+greetings, thanks and acknowledgements, bare opinions with nothing checkable, fragments, and
+what :mod:`~aclarai.agents.offline.not_claims` finds in any language (instructions, navigation,
+labels, links, lead-ins). The language of a block is read once
+(:mod:`~aclarai.agents.offline.language`); sentences in other scripts take the path of
+:mod:`~aclarai.agents.offline.nonlatin`, other Latin-script languages that of
+:func:`_is_other_claim`.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from collections.abc import Sequence
 
 from aclarai.agents.base import Claim, ClaimExtractor, ExtractionInput, claim_id
 from aclarai.agents.offline.features import is_content, word_set
+from aclarai.agents.offline.language import ENGLISH, function_words, language_of
 from aclarai.agents.offline.nonlatin import END_MARKS, is_nonlatin, nonlatin_claim
+from aclarai.agents.offline.not_claims import LABEL, has_predicate, not_a_claim, split_label
 from aclarai.agents.offline.words import WORD_PATTERN
 from aclarai.parsers import normalize_text, prose_text, split_sentences
 
@@ -133,7 +141,7 @@ class OfflineClaimExtractor(ClaimExtractor):
     """Rule-based extractor: fast, deterministic, no model."""
 
     name = "offline"
-    version = "2"
+    version = "3"
 
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
         return [self._extract(item) for item in inputs]
@@ -141,8 +149,10 @@ class OfflineClaimExtractor(ClaimExtractor):
     def _extract(self, item: ExtractionInput) -> list[Claim]:
         claims: list[Claim] = []
         seen: set[str] = set()
-        # The rules read no neighbour, so only the block is rendered.
-        for text in extract_claim_texts(prose_text(item.block.text)):
+        prose = prose_text(item.block.text, code_spans=True)
+        # The rules read no neighbour but to tell the language of a short block.
+        lang = language_of(prose, "\n".join(u.text for u in (*item.before, *item.after)))
+        for text in extract_claim_texts(prose, conversation=item.conversation, lang=lang):
             key = normalize_text(text)
             if key not in seen:
                 seen.add(key)
@@ -150,19 +160,26 @@ class OfflineClaimExtractor(ClaimExtractor):
         return claims
 
 
-def extract_claim_texts(utterance: str) -> list[str]:
-    """The claim sentences of one utterance, first-person pronouns resolved to the speaker.
+def extract_claim_texts(
+    utterance: str, *, conversation: bool = True, lang: str | None = None
+) -> list[str]:
+    """The claim sentences of one block, first-person pronouns resolved to the speaker.
 
     Args:
-        utterance: The prose of a Tier 1 block as a reader sees it, speaker prefix included.
+        utterance: The prose of a block as a reader sees it, speaker prefix included.
+        conversation: Whether the block is a line of a conversation note, where ``name:``
+            names a speaker; elsewhere it is a label, and the claim is the text after it.
+        lang: The block's language; read from the text when not given.
 
     Returns:
         Claim texts in order, whitespace-normalised, each ending in one end mark.
     """
+    lang = lang or language_of(utterance)
+    segments = speaker_segments(utterance) if conversation else [(None, utterance)]
     claims: list[str] = []
-    for speaker, text in speaker_segments(utterance):
+    for speaker, text in segments:
         for sentence in split_sentences(text):
-            claim = sentence_to_claim(sentence, speaker)
+            claim = sentence_to_claim(sentence, speaker, lang, labelled=not conversation)
             if claim is not None:
                 claims.append(claim)
     return claims
@@ -189,11 +206,26 @@ def speaker_segments(utterance: str) -> list[tuple[str | None, str]]:
     return [(who, "\n".join(lines)) for who, lines in segments if any(s.strip() for s in lines)]
 
 
-def sentence_to_claim(sentence: str, speaker: str | None) -> str | None:
-    """The claim a sentence makes, or ``None`` when it is not a verifiable declarative."""
+def sentence_to_claim(
+    sentence: str, speaker: str | None, lang: str = ENGLISH, *, labelled: bool = False
+) -> str | None:
+    """The claim a sentence makes, or ``None`` when it is not a verifiable declarative.
+
+    Args:
+        sentence: One sentence as a reader sees it.
+        speaker: Who said it (a conversation's line), for its first-person pronouns.
+        lang: Its language.
+        labelled: Whether a ``Label:`` opening it is taken off (outside conversations).
+    """
     text = normalize_text(sentence.replace("’", "'"))
-    if text and not text.isascii() and is_nonlatin(text):
+    if labelled:
+        text = _unlabelled(text, lang)
+    if not text or not_a_claim(text, lang) is not None:
+        return None
+    if not text.isascii() and is_nonlatin(text):
         return nonlatin_claim(text)
+    if lang != ENGLISH:
+        return _other_claim(text, lang)
     stripped = _DISCOURSE.sub("", text)
     if not stripped or _INTERJECTION_ONLY.match(stripped.rstrip(".!")):
         return None
@@ -206,6 +238,39 @@ def sentence_to_claim(sentence: str, speaker: str | None) -> str | None:
     if claim[-1] not in END_MARKS:
         claim = claim.rstrip(",;:-— ") + "."
     return claim
+
+
+def _unlabelled(text: str, lang: str) -> str:
+    """The claim of ``Label: text``: the text when it is a sentence of its own ("Note: Sync
+    keeps …"); the whole line when the label names what a value is ("Encryption algorithm:
+    AES-256"); nothing when the value is no fact either ("Attendees: Ana, Bo")."""
+    label, rest = split_label(text)
+    if label is None or not rest.strip():
+        return text
+    if rest.rstrip()[-1:] in END_MARKS:
+        sentence = True
+    elif not text.isascii() and is_nonlatin(text):
+        sentence = False
+    elif lang == ENGLISH:
+        words = [w.lower() for w in WORD_PATTERN.findall(rest)]
+        sentence = _has_verb(words) and not_a_claim(rest, lang) != LABEL
+    else:
+        sentence = has_predicate(rest, lang) and not_a_claim(rest, lang) != LABEL
+    if sentence:
+        return rest
+    return text if any(ch.isdigit() for ch in rest) else ""
+
+
+def _other_claim(text: str, lang: str) -> str | None:
+    """A sentence of a Latin-script language other than English: a claim when it has a few
+    words, one of them not a function word, and is no question."""
+    words = [w.lower() for w in WORD_PATTERN.findall(text)]
+    if len(words) < 3 or text.endswith(("?", "？")) or text.startswith("¿"):
+        return None
+    stop = function_words(lang)
+    if all(w in stop for w in words):
+        return None
+    return text if text[-1] in END_MARKS else text.rstrip(",;— ") + "."
 
 
 def _is_claim(text: str, words: list[str]) -> bool:

@@ -140,7 +140,8 @@ class NoteGrader:
         for bid in edited:
             self._unwritten[bid] = blocks[bid].hash
         to_extract = [blocks[bid] for bid in targets if bid in changed]
-        found, failed = self._extract(rel, parsed.blocks, to_extract, stats)
+        conversation = "participants" in parsed.metadata
+        found, failed = self._extract(rel, parsed.blocks, to_extract, stats, conversation)
         # A block's decontextualization reads the blocks around it: when one changes, the
         # scores of the blocks whose window holds it are re-made too, once per pass.
         neighbours = self._window_neighbours(rel, parsed.blocks, changed, kept) - set(targets)
@@ -242,10 +243,15 @@ class NoteGrader:
         return _extracted_from_other_text(claims, block)
 
     def _extract(
-        self, rel: str, blocks: Sequence[Block], to_extract: list[Block], stats: DrainStats
+        self,
+        rel: str,
+        blocks: Sequence[Block],
+        to_extract: list[Block],
+        stats: DrainStats,
+        conversation: bool,
     ) -> tuple[dict[str, list[ClaimRecord]], dict[str, EvaluationError]]:
-        """Extract the claims of ``to_extract`` (blocks of the note ``rel``): those of the
-        blocks that went through, and the blocks that failed, by key.
+        """Extract the claims of ``to_extract`` (blocks of the note ``rel``, a conversation
+        note or not): those of the blocks that went through, and the blocks that failed, by key.
 
         Raises:
             TransientError: the model endpoint could not be reached (the file waits).
@@ -253,7 +259,7 @@ class NoteGrader:
         if not to_extract:
             return {}, {}
         outcomes = self.extractor.extract_each(
-            [self._extraction_input(rel, blocks, b) for b in to_extract]
+            [self._extraction_input(rel, blocks, b, conversation) for b in to_extract]
         )
         for outcome in outcomes:
             if isinstance(outcome, TransientError):
@@ -290,7 +296,9 @@ class NoteGrader:
         self.queue.complete(done)
         self.queue.release(waiting, delay_s=MOVE_WAIT_S)
 
-    def _extraction_input(self, rel: str, blocks: Sequence[Block], block: Block) -> ExtractionInput:
+    def _extraction_input(
+        self, rel: str, blocks: Sequence[Block], block: Block, conversation: bool = True
+    ) -> ExtractionInput:
         # Blocks come in note order, so their id lines increase: a linear search here made a
         # note's extraction quadratic in its number of blocks.
         index = bisect_left(blocks, block.line, key=attrgetter("line"))
@@ -303,6 +311,7 @@ class NoteGrader:
             block=utterance(block),
             before=tuple(utterance(b) for b in blocks[max(0, index - p) : index]),
             after=tuple(utterance(b) for b in blocks[index + 1 : index + 1 + f]),
+            conversation=conversation,
         )
 
     def _window_neighbours(

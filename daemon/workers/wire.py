@@ -118,6 +118,7 @@ def encode_job(job: Job) -> bytes:
                 "block": _utterance(i.block),
                 "before": [_utterance(u) for u in i.before],
                 "after": [_utterance(u) for u in i.after],
+                "conversation": i.conversation,
             }
             for i in job.inputs
         ]
@@ -144,6 +145,7 @@ def decode_job(raw: bytes) -> Job:
                     _utterance_of(i.get("block"), "block"),
                     tuple(_utterance_of(u, "before") for u in _list(i.get("before"), "before")),
                     tuple(_utterance_of(u, "after") for u in _list(i.get("after"), "after")),
+                    _flag(i.get("conversation", True), "conversation"),
                 )
             )
         return Job("extract", grader, reply_to, fresh, inputs=tuple(inputs))

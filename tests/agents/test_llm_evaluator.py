@@ -533,7 +533,7 @@ def test_per_agent_mode_one_agent_per_score_with_search_results(
 
     assert _scores(score) == (0.5, 0.6, 0.7)
     assert (score.status, score.verdict, score.omitted) == ("ok", "weakly_supported", ("1911",))
-    assert score.justification == "Only in part."
+    assert score.justification == "entailment 0.50: Only in part; coverage 0.60: leaves out 1911."
     assert len(llm_server.chat_requests) == 4
     models_used = sorted(r.body["model"] for r in llm_server.chat_requests)
     assert models_used == ["base", "base", "ent-model", "ver-model"]
