@@ -165,6 +165,15 @@ def verdict(match: Match | None) -> str:
     return "unmatched" if match.f1 < UNRELATED else "claim"
 
 
+def found_claims(labels: Sequence[Label], claims: Sequence[str], lang: str) -> tuple[int, int]:
+    """How many of the labelled claim sentences some claim restates (F1 >= :data:`SAME`), of
+    how many: what the filters of what is no claim must not lose."""
+    said = [t for t in (tokens(c, lang) for c in claims) if t]
+    wanted = [t for t in (tokens(label.text, lang) for label in labels if label.claim) if t]
+    hits = sum(any(overlap(c, sentence)[0] >= SAME for c in said) for sentence in wanted)
+    return hits, len(wanted)
+
+
 def generic_you_only(claim: str, lang: str) -> bool:
     """Whether a generic second-person word is all the claim needs a context for."""
     if lang in UNSPACED_LANGS:

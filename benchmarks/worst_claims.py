@@ -32,6 +32,8 @@ the language: the ``llm`` backend is slow). One table, a row per language and st
   less than half of a claim sentence, F1 under 0.6 (and 0.3 or more, unless 80% of the claim's
   tokens are in it). Other claims matching nothing (F1 under 0.3) are counted as unmatched, not as
   no-claims; "no-claim kinds" counts the no-claims by their label's kind, fragments apart;
+- recall: of the sentences labelled claim in the row's notes, the share some claim of the same
+  note restates (F1 >= 0.6): what filtering out no-claims must not lose;
 - unexplained: weak claims whose justification does not open with their weakest score, as in
   "coverage 0.00: leaves out File.base".
 
@@ -66,6 +68,7 @@ from claim_labels import (
     best_match,
     count_blocks,
     explained,
+    found_claims,
     generic_you_only,
     load_labels,
     select_notes,
@@ -158,6 +161,8 @@ class Row:
     """No-claims by their label's kind, and fragments."""
     unmatched: int
     unexplained: int
+    found: tuple[int, int] = (0, 0)
+    """Labelled claim sentences of the row's notes that some claim restates, of how many."""
     vs_en: float | None = None
 
     @property
@@ -167,6 +172,10 @@ class Row:
     @property
     def no_claim_pct(self) -> float | None:
         return 100 * self.no_claims / self.sampled if self.sampled else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.found[0] / self.found[1] if self.found[1] else None
 
 
 def main() -> int:
@@ -412,6 +421,10 @@ def _row(
     fragments = [(c, m) for c, m, v in outcomes if v == "fragment" and m is not None]
     kinds = Counter(m.label.kind for _, m in no_claims) + Counter(fragment=len(fragments))
     unexplained = [c for c in weak if not explained(c.justification, c.scores())]
+    hits = [
+        found_claims(labels.get(note, ()), [c.text for c in claims if c.file == note], lang)
+        for note in sorted({file for file, _ in blocks})
+    ]
     row = Row(
         lang=lang,
         style=style,
@@ -426,6 +439,7 @@ def _row(
         kinds=dict(kinds.most_common()),
         unmatched=sum(v == "unmatched" for _, _, v in outcomes),
         unexplained=len(unexplained),
+        found=(sum(h for h, _ in hits), sum(n for _, n in hits)),
     )
     examples: Examples = {
         "false alarms": [(c, "") for c in alarms],
@@ -476,6 +490,7 @@ _COLUMNS = (
     "false alarms",
     "per 100",
     "no-claim %",
+    "recall",
     "unmatched",
     "unexplained",
     "target",
@@ -510,6 +525,7 @@ def _cells(row: Row) -> list[str]:
         f"{row.false_alarms}/{row.examined}",
         _fixed(row.per_100, 1),
         _fixed(row.no_claim_pct, 1),
+        _fixed(row.recall, 2),
         str(row.unmatched),
         str(row.unexplained),
         "MISSED" if misses(row) else "met",
@@ -579,6 +595,7 @@ def _rows_json(source: Path, rows: Sequence[Row], args: argparse.Namespace) -> d
                 **asdict(row),
                 "per_100": row.per_100,
                 "no_claim_pct": row.no_claim_pct,
+                "recall": row.recall,
                 "missed": misses(row),
             }
             for row in rows

@@ -507,20 +507,7 @@ class LLMEvaluator(Evaluator):
         entailment = replies.get("entailment")
         coverage = replies.get("coverage")
         decontext = replies.get("decontextualization")
-        return explained(
-            self._agents_score(entailment, coverage, decontext, verdict, problems),
-            entailment=verdict.justification or "the model finds the source does not support it",
-        )
-
-    @staticmethod
-    def _agents_score(
-        entailment: BaseModel | None,
-        coverage: BaseModel | None,
-        decontext: BaseModel | None,
-        verdict: Any,
-        problems: list[str],
-    ) -> Score:
-        return Score(
+        score = Score(
             entailed_score=ENTAILMENT_VALUES[entailment.entailment]
             if isinstance(entailment, EntailmentOut)
             else None,
@@ -532,6 +519,10 @@ class LLMEvaluator(Evaluator):
             verdict=verdict.label if verdict.status == "ok" else None,
             justification=verdict.justification if verdict.status == "ok" else None,
             omitted=tuple(_nonblank(coverage.omitted)) if isinstance(coverage, CoverageOut) else (),
+        )
+        return explained(
+            score,
+            entailment=verdict.justification or "the model finds the source does not support it",
         )
 
 

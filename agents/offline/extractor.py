@@ -151,7 +151,7 @@ class OfflineClaimExtractor(ClaimExtractor):
         seen: set[str] = set()
         prose = prose_text(item.block.text, code_spans=True)
         # The rules read no neighbour but to tell the language of a short block.
-        lang = language_of(prose, "\n".join(u.text for u in (*item.before, *item.after)))
+        lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         for text in extract_claim_texts(prose, conversation=item.conversation, lang=lang):
             key = normalize_text(text)
             if key not in seen:

@@ -46,6 +46,20 @@ _LABEL_WORDS = 6
 _UNSPACED_LABEL_CHARS = 25
 _END = ".!?…。！？．｡"
 _CLAUSE = re.compile(r"(?:^|[,;，、；]\s*)")
+_OPENERS = word_set(
+    """
+    to if when once after before in on from for under then next now finally first
+    um wenn falls sobald nachdem bevor im am auf unter dann danach
+    pour si quand lorsque dès après avant dans en sous puis ensuite
+    para si cuando una después antes en bajo luego
+    per se quando una dopo prima nel nella sotto poi
+    para se quando depois antes em no na sob
+    om als wanneer zodra na voordat in op onder dan daarna
+    """
+)
+"""Words that open a phrase before the main clause: "To open it, click Settings", "In the
+menu, choose Export". A comma after any other opening ends a list item or a clause of a
+statement ("The code depends on httpx, click and jinja2")."""
 _LEADING_ADVERBS = word_set(
     """
     then next first finally now also afterwards
@@ -75,7 +89,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
     "fr": word_set(
         """
         clique ouvre sélectionne choisis appuie active désactive tape va saisis glisse installe
-        ajoute crée supprime utilise enregistre cherche copie colle
+        ajoute crée supprime utilise enregistre cherche copie colle faites
         """
     ),
     "es": word_set(
@@ -105,7 +119,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
     "nl": word_set(
         """
         klik open selecteer kies druk activeer schakel typ ga sleep installeer voeg tik zet vul
-        maak gebruik kopieer plak sla zoek
+        maak gebruik kopieer plak sla zoek verwerk controleer houd voer loop stel scrol
         """
     ),
 }
@@ -223,13 +237,18 @@ def _is_instruction(sentence: str, lang: str) -> bool:
             return True
         if formal is not None and second == formal and first.endswith(("en", "t")):
             return True
-        if lang == "fr" and first.endswith("ez") and first not in _FRENCH_NOT_VERBS:
+        bare = _CLITIC.sub("", first) if lang == "fr" else first
+        if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
             return True
     return False
 
 
 def _clauses(sentence: str) -> list[str]:
-    """The sentence, and what follows each comma: "To open it, click Settings" holds a step."""
+    """The sentence, and what follows each comma when an opening phrase comes first: "To open
+    it, click Settings" holds a step. Chinese marks its clauses with "，" alone."""
+    first = WORD_PATTERN.match(sentence.lstrip())
+    if first is None or first.group().lower() not in _OPENERS:
+        return [sentence]
     starts = [m.end() for m in _CLAUSE.finditer(sentence)]
     return [sentence[s:] for s in starts if s < len(sentence)]
 

@@ -115,6 +115,17 @@ def test_jobs_read_back_exactly() -> None:
         assert decode_job(encode_job(job)).key == job.key
 
 
+def test_whether_a_block_is_a_conversation_line_travels_with_the_job() -> None:
+    plain_note = dataclasses.replace(WINDOWED, conversation=False)
+    job = extract_job(inputs=(plain_note,))
+    assert decode_job(encode_job(job)).inputs == (plain_note,)
+    assert job.key != extract_job().key
+    # A payload from a daemon that did not say reads as before: a conversation line.
+    body = json.loads(encode_job(extract_job()))
+    del body["inputs"][0]["conversation"]
+    assert decode_job(json.dumps(body).encode()).inputs[0].conversation is True
+
+
 def test_the_nearest_utterances_travel_with_the_job_and_change_its_key() -> None:
     plain, shipped = evaluate_job(), evaluate_job(nearby=NEARBY)
     assert decode_job(encode_job(shipped)).nearby == NEARBY
