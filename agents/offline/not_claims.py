@@ -125,6 +125,8 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
 }
 _CLITIC = re.compile(r"(?<=\w{3})(?:-?(?:lo|la|los|las|le|les|li|ne|me|te|se|nos|a|o))$")
 """An object pronoun joined to an imperative: "añádelo", "aggiungilo", "adicione-a"."""
+_CLITIC_LANGUAGES = frozenset({"es", "it", "pt", "fr"})
+"""The languages that join it: in English "pickles" would read as "pick" and "les"."""
 _FORMAL_PRONOUNS = {"de": "sie", "nl": "u"}
 """The polite imperative puts its pronoun after the verb: "Klicken Sie", "Klikt u"."""
 _FRENCH_NOT_VERBS = word_set("chez assez nez rez")
@@ -157,6 +159,8 @@ _VERB_MARKERS: dict[str, frozenset[str]] = {
 }
 """Verbs that make even a short line a statement ("Sync is free")."""
 _ANY_VERB_MARKER = frozenset().union(*_VERB_MARKERS.values())
+_SPEECH_VERBS = word_set("said says say wrote writes told tells thinks thought asked asks")
+"""Who said what is part of it: "Somebody successful said: 99% of success is showing up"."""
 
 
 def split_label(sentence: str) -> tuple[str | None, str]:
@@ -170,7 +174,10 @@ def split_label(sentence: str) -> tuple[str | None, str]:
     if match is None:
         return None, sentence
     words = [w.lower() for w in WORD_PATTERN.findall(match.group("label"))]
-    if any(w in _ANY_VERB_MARKER or (len(w) > 3 and w.endswith("ed")) for w in words):
+    if any(
+        w in _ANY_VERB_MARKER or w in _SPEECH_VERBS or (len(w) > 3 and w.endswith("ed"))
+        for w in words
+    ):
         return None, sentence
     return match.group("label"), sentence[match.end() :]
 
@@ -233,11 +240,11 @@ def _is_instruction(sentence: str, lang: str) -> bool:
         if not words:
             continue
         first, second = words[0], (words[1] if len(words) > 1 else "")
-        if verbs is not None and (first in verbs or _CLITIC.sub("", first) in verbs):
+        bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
+        if verbs is not None and (first in verbs or bare in verbs):
             return True
         if formal is not None and second == formal and first.endswith(("en", "t")):
             return True
-        bare = _CLITIC.sub("", first) if lang == "fr" else first
         if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
             return True
     return False

@@ -97,8 +97,15 @@ def test_a_label_is_not_content_the_claim_is_what_follows(line: str, claim: str)
     assert claims_of(line) == [claim]
 
 
-def test_a_comma_after_a_clause_of_a_statement_opens_no_step() -> None:
-    said = "The code is MIT-licensed and depends only on httpx, click and jinja2."
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The code is MIT-licensed and depends only on httpx, click and jinja2.",
+        "For example, foods can have high flavor per dollar, like hot sauce, pickles, or curry.",
+        "Somebody successful said: 99% of success is just showing up.",
+    ],
+)
+def test_a_statement_is_not_taken_for_a_step_or_a_label(said: str) -> None:
     assert claims_of(said) == [said]
 
 
