@@ -13,7 +13,7 @@ what :mod:`~aclarai.agents.offline.not_claims` finds in any language (instructio
 labels, links, lead-ins). The language of a block is read once
 (:mod:`~aclarai.agents.offline.language`); sentences in other scripts take the path of
 :mod:`~aclarai.agents.offline.nonlatin`, other Latin-script languages that of
-:func:`_is_other_claim`.
+:func:`_other_claim`.
 """
 
 from __future__ import annotations

@@ -264,8 +264,9 @@ def _unspaced_kind(sentence: str, lang: str) -> str | None:
     body = sentence.lstrip("「『（(【 ")
     if body.startswith(_UNSPACED_PARTICLES):
         return FRAGMENT
+    # Japanese and Chinese end a sentence with 。: a short line without it is a setting or a name.
     if body[-1:] not in _END and len(body) <= _UNSPACED_LABEL_CHARS:
-        return LABEL  # a list item of settings or names: Japanese and Chinese end a sentence
+        return LABEL
     if lang == "zh":
         for clause in re.split(r"[，、；]", body):
             if clause.lstrip().startswith(_CHINESE_IMPERATIVES):
