@@ -159,6 +159,7 @@ class Liveness:
         self._looked_at: float | None = None
         self._stuck = False
         self._stamped: tuple[str, str] | None = None
+        self._stamped_error: tuple[str, float] | None = None
         self._stamped_at = float("-inf")
         self._stamped_wall = 0.0
         self._asked_read_at = float("-inf")
@@ -201,10 +202,12 @@ class Liveness:
         )
         state = ("paused" if paused else "running", activity)
         since = now - self._stamped_at
-        # A new state (started, paused, resumed) is news at once; a new activity may wait.
+        # A new state (started, paused, resumed) is news at once; a new activity or error may
+        # wait half a second, not the full interval: `status` shows what the log just said.
         if since >= STAMP_EVERY_S or self._stamped is None or state[0] != self._stamped[0]:
             return self.stamp(*state)
-        if state != self._stamped and since >= STAMP_MIN_S:
+        news = state != self._stamped or self.grading.last_error != self._stamped_error
+        if news and since >= STAMP_MIN_S:
             return self.stamp(*state)
         if now - self._asked_read_at >= ASKED_EVERY_S:
             self._asked_read_at = now
@@ -225,6 +228,7 @@ class Liveness:
             last_error_at=error_at,
         )
         self._stamped, self._stamped_at = (state, activity), time.monotonic()
+        self._stamped_error = self.grading.last_error
         try:
             stamp_heartbeat(self.queue, beat)
         except AclaraiError as exc:

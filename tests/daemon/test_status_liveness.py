@@ -6,6 +6,7 @@ real datagram socket standing in for systemd's, real HTTP model endpoints."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -459,6 +460,25 @@ def test_a_burst_of_activity_changes_costs_few_writes(tmp_path: Path) -> None:
         assert beat.last_error == "a.md: could not read"
         queue.enqueue([Dirty("blk-1", "a.md", "h")])
         assert queue.oldest_waiting() is not None and queue.oldest_waiting()[0] == "a.md"
+    finally:
+        queue.close()
+
+
+def test_a_new_error_alone_is_stamped_once_the_throttle_allows(tmp_path: Path) -> None:
+    queue = DurableQueue(tmp_path / "queue.sqlite")
+    tick = functools.partial(
+        Liveness.tick, paused=False, model_down=False, syncing=False, observing=True,
+        consumer_alive=True,
+    )  # fmt: skip
+    try:
+        liveness = Liveness(queue, Notifier(None, None), started_at=time.time())
+        assert tick(liveness), "the first tick stamps"
+        time.sleep(STAMP_MIN_S)
+        assert not tick(liveness), "nothing new: no write before the interval"
+        liveness.error("a model call has run 4 s, past 3 s")
+        assert tick(liveness), "the same state and activity, but a new error"
+        beat = read_heartbeat(queue)
+        assert beat is not None and beat.last_error == "a model call has run 4 s, past 3 s"
     finally:
         queue.close()
 
