@@ -85,6 +85,8 @@ from aclarai.agents.llm.schemas import (
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.evaluator import OfflineEvaluator
+from aclarai.agents.offline.language import language_of
+from aclarai.agents.offline.not_claims import states_nothing
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable, reader_text
@@ -216,6 +218,10 @@ class LLMClaimExtractor(ClaimExtractor):
         block = item.block
         if not block.text.strip():
             return []
+        neighbours = [u.text for u in (*item.before, *item.after)]
+        lang = language_of(block.text, neighbours)
+        if states_nothing(block.text, lang, conversation=item.conversation):
+            return []  # steps, links, labels, questions: the rules every extractor keeps
         before, after = nearest_context(
             [u.text for u in item.before], [u.text for u in item.after], CONTEXT_CHARS
         )

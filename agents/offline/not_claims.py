@@ -26,6 +26,7 @@ import re
 
 from aclarai.agents.offline.features import word_set
 from aclarai.agents.offline.words import WORD_PATTERN
+from aclarai.parsers import split_sentences
 
 LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT = (
     "lead-in",
@@ -217,6 +218,18 @@ def not_a_claim(sentence: str, lang: str) -> str | None:
     ):
         return LABEL
     return None
+
+
+def states_nothing(prose: str, lang: str, *, conversation: bool = False) -> bool:
+    """Whether no sentence of a block's prose could state a claim: every one is a question or
+    one of the kinds above. A model is not asked for the claims of such a block: asked, a
+    small one turns "Does the jump show up in the data?" into "The jump does not show up"."""
+    sentences = split_sentences(prose)
+    return bool(sentences) and all(
+        s.rstrip().endswith(("?", "？"))
+        or not_a_claim(s if conversation else strip_label(s), lang) is not None
+        for s in sentences
+    )
 
 
 def _is_list(line: str) -> bool:

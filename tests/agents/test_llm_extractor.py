@@ -136,6 +136,34 @@ def test_a_block_whose_every_claim_is_the_contexts_has_none(
     assert len(llm_server.chat_requests) == 1
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. Open **Settings** and click **Restore default settings**.",
+        "Edit in GitHub | Copy this note | Download this vault",
+        "Does the one-day jump show up in spaced-repetition data?",
+        "Documentation: https://help.example.org/guide",
+        "「設定」を開きます。",
+    ],
+)
+def test_a_block_that_states_nothing_costs_no_call(
+    llm_server: ScriptedLLMServer, make_extractor: Callable[..., LLMClaimExtractor], text: str
+) -> None:
+    item = ExtractionInput(Utterance("blk-1", text), conversation=False)
+    assert make_extractor().extract(item) == []
+    assert llm_server.chat_requests == []
+
+
+def test_a_step_beside_a_statement_is_asked(
+    llm_server: ScriptedLLMServer, make_extractor: Callable[..., LLMClaimExtractor]
+) -> None:
+    llm_server.queue(json_reply({"claims": ["Sync keeps 12 months of history."]}))
+    text = "Open **Settings**. Sync keeps 12 months of history."
+    claims = make_extractor().extract(ExtractionInput(Utterance("blk-1", text)))
+    assert [c.text for c in claims] == ["Sync keeps 12 months of history."]
+    assert len(llm_server.chat_requests) == 1
+
+
 def test_blank_block_costs_nothing(
     llm_server: ScriptedLLMServer, make_extractor: Callable[..., LLMClaimExtractor]
 ) -> None:
