@@ -5,6 +5,7 @@
 wikilinks to block anchors (``[[folder/Note#^blk-id|Note › first words]]``), pipe tables and
 Mermaid ``xychart-beta`` charts (Mermaid 10.5 and later, which every current Obsidian bundles).
 
+The weak claims are grouped by their weakest score, which says what to fix (:data:`REASONS`).
 Claims and block texts are shown as a reader of the note sees them
 (:func:`aclarai.parsers.reading.reader_text`: ``[[Canvas|lærred]]`` reads ``lærred``), and all
 text from notes (claims, block texts, justifications, errors) is escaped so that it renders as
@@ -40,6 +41,16 @@ CLAIM_CHARS = 160
 """Longest claim or justification shown before it is cut with an ellipsis."""
 WRITTEN_PREFIX = "Written by aclarai at "
 
+REASONS: Mapping[str, str] = {
+    "entailed_score": "Not said by the note",
+    "coverage_score": "Leaves out a name or number",
+    "decontextualization_score": "Needs context",
+}
+"""The heading the weak claims are grouped under, by their weakest score: what to fix."""
+BLOCK_SCORES_RULE = (
+    "Grouped by their weakest score. A block's score comments hold, for each score, the lowest "
+    "of its claims: a block whose claims scored 1.00 and 0.40 shows 0.40."
+)
 SCORE_TITLES: Mapping[str, str] = {
     "entailed_score": "Entailment",
     "coverage_score": "Coverage",
@@ -174,14 +185,29 @@ def _low_quality(data: DashboardData) -> str:
     if not data.low_quality:
         lines.append("None.")
         return "\n".join(lines)
-    lines.append(_shown(len(data.low_quality), data.low_quality_total, "worst first"))
+    lines.append(_shown(len(data.low_quality), data.low_quality_total, "by reason, worst first"))
     lines.append("")
+    lines.append(BLOCK_SCORES_RULE)
+    groups: dict[str, list[ClaimRef]] = {name: [] for name in REASONS}
     for claim in data.low_quality:
-        lines.append(f"- **{_score(claim.quality)}** {_claim_line(claim)}")
-        lines.append(f"    - {_scores_line(claim)}")
-        if claim.verdict or claim.justification:
-            lines.append(f"    - {verdict_text(claim.verdict, claim.justification)}")
+        groups[weakest_score(claim)].append(claim)
+    for name, claims in groups.items():
+        if not claims:
+            continue
+        lines += ["", f"### {REASONS[name]} ({len(claims)})", ""]
+        for claim in claims:
+            lines.append(f"- **{_score(claim.quality)}** {_claim_line(claim)}")
+            lines.append(f"    - {_scores_line(claim)}")
+            if claim.verdict or claim.justification:
+                lines.append(f"    - {verdict_text(claim.verdict, claim.justification)}")
     return "\n".join(lines)
+
+
+def weakest_score(claim: ClaimRef) -> str:
+    """The name of the claim's lowest score (a tie goes to the first of :data:`REASONS`)."""
+    scores = {name: getattr(claim, name) for name in REASONS}
+    known = {name: value for name, value in scores.items() if value is not None}
+    return min(known, key=known.__getitem__) if known else next(iter(REASONS))
 
 
 def _failed(data: DashboardData) -> str:
@@ -375,10 +401,13 @@ def verdict_text(verdict: str | None, justification: str | None) -> str:
     why = " ".join((justification or "").split())
     if label and why.lower().startswith(label.lower() + ":"):
         why = why[len(label) + 1 :].lstrip()
+    elif why.startswith(_SCORE_WORDS):
+        label = ""  # "coverage 0.00: leaves out X. Supported: …" says the verdict itself
     text = f"{label}: {why}" if label and why else label or why
     return escape_text(_cut(text))
 
 
+_SCORE_WORDS = ("entailment ", "coverage ", "decontextualization ")
 _ISO_MINUTE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d)")
 
 

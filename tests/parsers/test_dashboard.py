@@ -207,7 +207,32 @@ def test_failed_evaluations_show_null_scores_and_status() -> None:
 
 def test_long_lists_say_how_many_are_left_out() -> None:
     text = render_dashboard(_data(low_quality_total=250), WHEN)
-    assert "The first 1 of 250, worst first (`aclarai claims` lists them all)." in text
+    assert "The first 1 of 250, by reason, worst first (`aclarai claims` lists them all)." in text
+
+
+def test_weak_claims_are_grouped_by_what_to_fix_and_the_block_rule_is_said() -> None:
+    claims = [
+        _claim("c1", 0.30, entailed_score=0.9, coverage_score=0.1, decontextualization_score=1.0,
+               justification="coverage 0.10: leaves out Berlin. Supported: all words appear."),
+        _claim("c2", 0.40, entailed_score=0.9, coverage_score=1.0, decontextualization_score=0.2,
+               justification="decontextualization 0.20: 'It' refers to something outside."),
+        _claim("c3", 0.50, entailed_score=0.1, coverage_score=1.0, decontextualization_score=1.0,
+               verdict="unsupported", justification="entailment 0.10: the source says no."),
+        _claim("c4", 0.60, entailed_score=0.9, coverage_score=0.3, decontextualization_score=1.0),
+    ]  # fmt: skip
+    text = render_dashboard(_data(low_quality=claims, low_quality_total=4), WHEN)
+    section = text.split("## Claims below quality 0.70", 1)[1].split("\n## ", 1)[0]
+    headings = re.findall(r"^### (.+)$", section, re.MULTILINE)
+    assert headings == [
+        "Not said by the note (1)",
+        "Leaves out a name or number (2)",
+        "Needs context (1)",
+    ]
+    leaves_out = section.split("### Leaves out a name or number (2)", 1)[1].split("###", 1)[0]
+    assert leaves_out.index("**0.30**") < leaves_out.index("**0.60**"), "worst first in a group"
+    assert "shows 0.40" in section and "the lowest" in section
+    assert "    - coverage 0.10: leaves out Berlin. Supported: all words appear.\n" in section
+    assert "    - entailment 0.10: the source says no.\n" in section
 
 
 def test_no_churn_when_only_the_time_differs() -> None:
