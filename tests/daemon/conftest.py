@@ -22,6 +22,7 @@ from aclarai.graph.sqlite import SqliteStore
 from aclarai.parsers import CommentKind, format_id_comment, parse_note, scan_line
 from tests.fixtures.processes import dies_with_us
 
+LOG_LINES_SHOWN = 200
 QUIET_S = 0.3
 GRACE_S = 1.0
 START_TIMEOUT_S = 60.0
@@ -211,6 +212,9 @@ def start_daemon() -> Iterator[Callable[..., DaemonProcess]]:
     yield start
     for daemon in started:
         daemon.kill()
+        # Captured, so shown only when the test failed: what the daemon did says why it waited.
+        print(f"--- log of the daemon on {daemon.vault} (last {LOG_LINES_SHOWN} lines) ---")
+        print("\n".join(daemon.log.splitlines()[-LOG_LINES_SHOWN:]))
 
 
 def state_dir() -> Path:
