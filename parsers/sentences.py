@@ -31,7 +31,7 @@ _ABBREVIATIONS = frozenset(
     inc ltd co corp bros assn univ intl natl
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
     am pm a.m p.m e.g i.e u.s u.k u.n u.s.a ph.d b.a m.a b.sc m.sc
-    bzw z.b usw ca evtl ggf inkl vgl d.h u.a z.t sog
+    bzw z.b usw ca evtl ggf inkl vgl d.h u.a z.t sog chr
     env p.ex cf mme mlle
     p.ej aprox sra srta dra pág
     ecc sig dott pag
@@ -50,11 +50,17 @@ _MONTHS = frozenset(
     """.split()  # noqa: SIM905
 )
 """Month names: "bis zum 17. Mai" writes a day with a full stop, and goes on."""
+_ORDINAL_OPENERS = frozenset(
+    "im zum vom beim ins zur dem den der des seit ab bis frühen späten".split()  # noqa: SIM905
+)
+"""Words before a German ordinal: "zum 50. Jahrestag", "im 19. Jahrhundert". After any other
+word a number ends its sentence ("im Jahr 2012. Die …")."""
+_ORDINAL = re.compile(r"(\w+)\s+\d{1,3}$")
 _NUMBER_ABBREVIATIONS = frozenset(
     {"no", "nos", "vol", "vols", "fig", "figs", "pp", "ch", "sec", "op"}
 )
 """Abbreviations only before a number ("No. 5"); "said no. The" ends a sentence."""
-_SENTENCE_ENDING_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "al"})
+_SENTENCE_ENDING_ABBREVIATIONS = frozenset({"etc", "inc", "ltd", "co", "corp", "al", "chr"})
 """Abbreviations that also end a sentence when a capital follows ("Apple Inc. The ...")."""
 
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
@@ -164,6 +170,8 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     word = match.group(1).lower().strip(".")
     if word.isdigit() and len(word) <= 2 and _next_word(unit, punct_at).lower() in _MONTHS:
         return False
+    if word.isdigit() and (lower_next or (following.isupper() and _is_ordinal(unit, punct_at))):
+        return False  # "vom 12. bis 14. Juni", "zum 50. Jahrestag"
     if word in _NUMBER_ABBREVIATIONS:
         return not following.isdigit()
     if word in _ABBREVIATIONS:
@@ -172,6 +180,11 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
     if len(word) == 1 and word.isalpha():
         return False
     return not ("." in word and lower_next)
+
+
+def _is_ordinal(unit: str, punct_at: int) -> bool:
+    match = _ORDINAL.search(unit, max(0, punct_at - 24), punct_at)
+    return match is not None and match.group(1) in _ORDINAL_OPENERS
 
 
 def _next_word(unit: str, punct_at: int) -> str:

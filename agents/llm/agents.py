@@ -86,7 +86,7 @@ from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.agents.offline.language import language_of
-from aclarai.agents.offline.not_claims import states_nothing
+from aclarai.agents.offline.not_claims import is_numbered_item, states_nothing
 from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
 from aclarai.agents.verify import LLMVerifier
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable, reader_text
@@ -204,7 +204,8 @@ class LLMClaimExtractor(ClaimExtractor):
     def extract_each(
         self, inputs: Sequence[ExtractionInput]
     ) -> list[list[Claim] | EvaluationError]:
-        read = [prose_of(item) for item in inputs]
+        # A list's markers go with the prose: whether a block is a numbered item is kept aside.
+        read = [(prose_of(item), is_numbered_item(item.block.text)) for item in inputs]
         return _run_all(self._extract, read, self._client.settings.max_concurrency)
 
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
@@ -214,13 +215,14 @@ class LLMClaimExtractor(ClaimExtractor):
                 raise outcome
         return [outcome for outcome in outcomes if not isinstance(outcome, EvaluationError)]
 
-    def _extract(self, item: ExtractionInput) -> list[Claim]:
+    def _extract(self, job: tuple[ExtractionInput, bool]) -> list[Claim]:
+        item, numbered = job
         block = item.block
         if not block.text.strip():
             return []
         neighbours = [u.text for u in (*item.before, *item.after)]
         lang = language_of(block.text, neighbours)
-        if states_nothing(block.text, lang, conversation=item.conversation):
+        if states_nothing(block.text, lang, numbered=numbered):
             return []  # steps, links, labels, questions: the rules every extractor keeps
         before, after = nearest_context(
             [u.text for u in item.before], [u.text for u in item.after], CONTEXT_CHARS

@@ -25,7 +25,13 @@ from aclarai.agents.base import Claim, ClaimExtractor, ExtractionInput, claim_id
 from aclarai.agents.offline.features import is_content, word_set
 from aclarai.agents.offline.language import ENGLISH, function_words, language_of
 from aclarai.agents.offline.nonlatin import END_MARKS, is_nonlatin, nonlatin_claim
-from aclarai.agents.offline.not_claims import LABEL, has_predicate, not_a_claim, split_label
+from aclarai.agents.offline.not_claims import (
+    LABEL,
+    has_predicate,
+    is_numbered_item,
+    not_a_claim,
+    split_label,
+)
 from aclarai.agents.offline.words import WORD_PATTERN
 from aclarai.parsers import normalize_text, prose_text, split_sentences
 
@@ -152,7 +158,10 @@ class OfflineClaimExtractor(ClaimExtractor):
         prose = prose_text(item.block.text, code_spans=True)
         # The rules read no neighbour but to tell the language of a short block.
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
-        for text in extract_claim_texts(prose, conversation=item.conversation, lang=lang):
+        numbered = is_numbered_item(item.block.text)
+        for text in extract_claim_texts(
+            prose, conversation=item.conversation, lang=lang, numbered=numbered
+        ):
             key = normalize_text(text)
             if key not in seen:
                 seen.add(key)
@@ -161,7 +170,11 @@ class OfflineClaimExtractor(ClaimExtractor):
 
 
 def extract_claim_texts(
-    utterance: str, *, conversation: bool = True, lang: str | None = None
+    utterance: str,
+    *,
+    conversation: bool = True,
+    lang: str | None = None,
+    numbered: bool = False,
 ) -> list[str]:
     """The claim sentences of one block, first-person pronouns resolved to the speaker.
 
@@ -170,6 +183,7 @@ def extract_claim_texts(
         conversation: Whether the block is a line of a conversation note, where ``name:``
             names a speaker; elsewhere it is a label, and the claim is the text after it.
         lang: The block's language; read from the text when not given.
+        numbered: Whether the block is an item of a numbered list, where steps are.
 
     Returns:
         Claim texts in order, whitespace-normalised, each ending in one end mark.
@@ -179,7 +193,9 @@ def extract_claim_texts(
     claims: list[str] = []
     for speaker, text in segments:
         for sentence in split_sentences(text):
-            claim = sentence_to_claim(sentence, speaker, lang, labelled=not conversation)
+            claim = sentence_to_claim(
+                sentence, speaker, lang, labelled=not conversation, numbered=numbered
+            )
             if claim is not None:
                 claims.append(claim)
     return claims
@@ -207,7 +223,12 @@ def speaker_segments(utterance: str) -> list[tuple[str | None, str]]:
 
 
 def sentence_to_claim(
-    sentence: str, speaker: str | None, lang: str = ENGLISH, *, labelled: bool = False
+    sentence: str,
+    speaker: str | None,
+    lang: str = ENGLISH,
+    *,
+    labelled: bool = False,
+    numbered: bool = False,
 ) -> str | None:
     """The claim a sentence makes, or ``None`` when it is not a verifiable declarative.
 
@@ -216,11 +237,12 @@ def sentence_to_claim(
         speaker: Who said it (a conversation's line), for its first-person pronouns.
         lang: Its language.
         labelled: Whether a ``Label:`` opening it is taken off (outside conversations).
+        numbered: Whether it is an item of a numbered list.
     """
     text = normalize_text(sentence.replace("’", "'"))
     if labelled:
         text = _unlabelled(text, lang)
-    if not text or not_a_claim(text, lang) is not None:
+    if not text or not_a_claim(text, lang, numbered=numbered) is not None:
         return None
     if not text.isascii() and is_nonlatin(text):
         return nonlatin_claim(text)

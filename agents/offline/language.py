@@ -41,8 +41,10 @@ _KANA = re.compile("[\u3040-\u30ff]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
-_MIN_LETTERS = 24
-"""Fewer letters than this are too few for the model: the context decides."""
+_NOT_WORDS = re.compile(r"`[^`\n]*`|(?:https?://|www\.)\S+")
+_SHORT = 80
+"""Fewer letters than this are too few for the model to tell alone (a list item, a step that
+names a command): it reads the text with its context."""
 _ENGLISH_HINTS = word_set("the is are was were and of to in that it with for on this you your can")
 """Words that, making up a fifth of an ASCII text's words, make it English without the model."""
 _READ = 2000
@@ -61,8 +63,10 @@ def language_of(text: str, context: Sequence[str] = ()) -> str:
     script = _script_language(text)
     if script is not None:
         return script
-    if context and len(_LETTER.findall(text, 0, 4 * _MIN_LETTERS)) < _MIN_LETTERS:
-        return _language("\n".join((text, *context))[:_READ])
+    # Code and addresses are in no one's language: "Sigue el workflow `deploy-prod`" is Spanish.
+    text = _NOT_WORDS.sub(" ", text)
+    if context and len(_LETTER.findall(text, 0, 4 * _SHORT)) < _SHORT:
+        return _language(_NOT_WORDS.sub(" ", "\n".join((text, *context)))[:_READ])
     return _language(text[:_READ])
 
 

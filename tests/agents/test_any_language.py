@@ -177,3 +177,111 @@ def test_claim_texts_of_a_plain_note_take_no_speaker() -> None:
     assert extract_claim_texts(
         "Tom disagreed: the import errors come from big files.", conversation=False
     ) == ["Tom disagreed: the import errors come from big files."]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "Stir the starter into 330 g of the water until it looks milky.",
+        "Leave it covered until it has grown by about half.",
+        "Switch off the central heating and wait about 30 minutes.",
+        "Do not grout the internal corners or the joint between the tiles and the bath.",
+        "Once the surface has dried, buff off the haze with a dry cloth.",
+        "1. Bake for 20 minutes with the lid on.",
+        "Das Öl in einem großen Topf bei mittlerer Hitze erwärmen.",
+        "Zwiebel und Karotten 8 Minuten anbraten, bis die Zwiebel weich ist.",
+        "Prüfen, ob `eu_street_trees_lst` die Variable für die Straßenbreite enthält.",
+        "Öffne die Datei im Editor.",
+        "Faire chauffer l'huile dans une grande casserole à feu moyen.",
+        "Vérifier si `eu_street_trees_lst` contient la variable de largeur de rue.",
+        "Ne jointoyez pas les angles rentrants.",
+        "Calienta el aceite en una olla grande a fuego medio.",
+        "Presiónala dentro de las juntas con la llana.",
+        "No rellenes con lechada las esquinas interiores.",
+        "Deja secar la pared unas horas.",
+        "Scaldate l'olio in una pentola capiente a fuoco medio.",
+        "Cuocete per 20 minuti con il coperchio.",
+        "Scongelatela in frigorifero durante la notte.",
+        "Non stuccare gli angoli interni né la fuga tra le piastrelle e la vasca.",
+        "Aqueça o azeite em uma panela grande.",
+        "Verwarm de olie in een grote pan.",
+        "1. 找到放气阀，也就是暖气片顶部一角的方形小螺母。",
+        "1. 将酸种倒入 330 克水中搅拌，直至水呈乳白色。",
+        "运行一次 `tidewatch init`。",
+        "内墙角以及瓷砖与浴缸之间的缝隙不要用填缝剂填。",
+        "1. 塩とレモン半個分の果汁で味を調えます。",
+        "1. 玉ねぎとにんじんを入れ、玉ねぎがしんなりするまで8分ほど炒めます。",
+        "キーを反時計回りに4分の1回転させます。",
+        "1. `eu_street_trees_lst`に街路幅の変数が含まれているか確認すること。",
+    ],
+)
+def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
+    """A step is told by where its verb stands: first, with no subject before it, and its
+    object after it; at the end, unconjugated, in German; in a numbered list, alone."""
+    assert claims_of(step) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Murre & Dros (2015), Replication and Analysis of Ebbinghaus' Forgetting Curve, "
+        "PLOS ONE 10(7): e0120644.",
+        "What a dense six pages!",
+        "¡Gracias a todos!",
+        "- cemented carbide for cutting tools and drill bits",
+        "- einen alten Lappen oder eine kleine Schüssel",
+        "Maya Lindqvist、Leo Brandt、Priya Raman.",
+        "事故の経過は次のとおりである。",
+    ],
+)
+def test_references_exclamations_and_list_items_give_no_claim(line: str) -> None:
+    assert claims_of(line) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Murre & Dros (2015) replicated Ebbinghaus' forgetting curve with one subject.",
+        "Today it is one of the most popular research plugins, with about 40,000 active users.",
+        "Water in a running system is hot and under pressure.",
+        "At 9:04, the cargo explodes.",
+        "Wenn Sie die eingebettete Datei umbenennen, aktualisiert Inkwell alle Einbettungen.",
+        "Tomás lässt seine Wochen am Montag beginnen, die Vorlage funktioniert aber mit jedem Tag.",
+        "Diese Fugen arbeiten, und starrer Fugenmörtel reißt dort.",
+        "Ich habe die Jubiläumsausgabe zum 50. Jahrestag von 2012 gelesen.",
+        "Incluye una variante oscura llamada Paperfold Night.",
+        "No puedes pasar una bóveda existente de un modo a otro.",
+        "En 1910, William D. Coolidge desarrolló un método para estirar el wolframio en hilo.",
+        "Corregido un fallo que se producía cuando una estación no devolvía predicciones.",
+        "Si las horas aparecen desfasadas una hora, normalmente es porque el timezone no coincide.",
+        "Gigerenzer 1996 sostuvo que varios de estos sesgos se reducen con frecuencias.",
+        "Puoi installare altri temi dal Community Hub.",
+        "Aggiunto il flag --units, che accetta metric e imperial.",
+        "Correction d'un plantage lorsqu'une station ne renvoyait aucune prévision.",
+        "Notities die je lokaal bewerkt, blijven op je apparaat staan.",
+        "Als je een formule in de laatste rij typt, houdt de plug-in het resultaat bij.",
+        "Inkwell versleutelt je kluizen, zodat alleen mensen met het wachtwoord ze kunnen lezen.",
+        "roundは、設定した小数点以下の桁数に値を丸めます。",
+        "すべてのテストが終わるまでに40秒ほどかかります。",
+        "在科学革命中，新范式取代旧范式。",
+        "起火的船漂向里士满区，撞上 6 号码头。",
+    ],
+)
+def test_a_statement_shaped_like_a_step_still_gives_its_claim(said: str) -> None:
+    assert claims_of(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Sync keeps 12 months of history.",
+        "Water in a running system is hot and under pressure.",
+        "Gigerenzer 1996 sostuvo que varios de estos sesgos se reducen con frecuencias.",
+        "在科学革命中，新范式取代旧范式。",
+        "起火的船漂向里士满区，撞上 6 号码头。",
+        "带有 location 属性的笔记可以在地图上显示为图钉。",
+        "roundは、設定した小数点以下の桁数に値を丸めます。",
+    ],
+)
+def test_a_numbered_item_with_a_subject_is_no_step(said: str) -> None:
+    assert claims_of(f"1. {said}") == [said]

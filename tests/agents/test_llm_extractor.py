@@ -144,6 +144,8 @@ def test_a_block_whose_every_claim_is_the_contexts_has_none(
         "Does the one-day jump show up in spaced-repetition data?",
         "Documentation: https://help.example.org/guide",
         "「設定」を開きます。",
+        "2. Bake for 20 minutes with the lid on.",
+        "3. Das Öl in einem großen Topf erwärmen.",
     ],
 )
 def test_a_block_that_states_nothing_costs_no_call(
@@ -161,6 +163,18 @@ def test_a_step_beside_a_statement_is_asked(
     text = "Open **Settings**. Sync keeps 12 months of history."
     claims = make_extractor().extract(ExtractionInput(Utterance("blk-1", text)))
     assert [c.text for c in claims] == ["Sync keeps 12 months of history."]
+    assert len(llm_server.chat_requests) == 1
+
+
+def test_a_key_whose_value_states_it_is_asked(
+    llm_server: ScriptedLLMServer, make_extractor: Callable[..., LLMClaimExtractor]
+) -> None:
+    """The value alone ("AES-256 using GCM") is a label; with its key it states a fact."""
+    claim = "Obsidian uses AES-256 with Galois/Counter Mode."
+    llm_server.queue(json_reply({"claims": [claim]}))
+    text = "- **Encryption algorithm:** AES-256 using [GCM](https://example.org/gcm)"
+    claims = make_extractor().extract(ExtractionInput(Utterance("blk-1", text), conversation=False))
+    assert [c.text for c in claims] == [claim]
     assert len(llm_server.chat_requests) == 1
 
 

@@ -34,8 +34,8 @@ from tests.agents.scripted_llm import (
 )
 
 MESSAGES = [Message("system", "Grade it."), Message("user", "the answer")]
-LONG = "word " * 2500
-"""A 2,500-word block: 12,500 characters, about 3,100 tokens at the server's four a token."""
+LONG = "The span is long. " * 625
+"""A 2,500-word block: 11,250 characters, about 2,800 tokens at the server's four a token."""
 
 
 def claimify(request: Recorded) -> Reply:
@@ -94,7 +94,7 @@ def test_an_over_long_block_is_refused_alone_then_fitted_to_the_context_the_serv
 
     assert [[c.text for c in o] for o in outcomes if isinstance(o, list)] == [
         *[["The bridge opened in 1998."]] * 3,
-        [" ".join(["word"] * 10)],
+        ["The span is long."],
     ]
     assert client.context_tokens == 1500, "learned from the server's 400"
     refused = [r for r in llm_server.chat_requests if LONG.strip() in r.user_text]
@@ -102,7 +102,7 @@ def test_an_over_long_block_is_refused_alone_then_fitted_to_the_context_the_serv
     assert len(llm_server.chat_requests) == 3 + 2
     fitted = llm_server.chat_requests[-1]
     assert CUT_MARKER in fitted.user_text, "the block itself cut, visibly"
-    assert fitted.user_text.count("word") > 100, "as much of the block as fits"
+    assert fitted.user_text.count("span") > 100, "as much of the block as fits"
     assert client.output_mode == "json_schema", "a context error is no format refusal"
 
 
@@ -242,7 +242,7 @@ def test_combined_scoring_cuts_the_context_not_the_source(
     assert score.status == "ok" and score.entailed_score == 1.0
     prompt = llm_server.chat_requests[-1].user_text
     assert f'<untrusted kind="source">\n{source}\n</untrusted>' in prompt
-    assert "word" not in prompt, "the context is dropped to fit"
+    assert "span" not in prompt, "the context is dropped to fit"
 
     llm_server.context_tokens = 1000
     seen = len(llm_server.chat_requests)

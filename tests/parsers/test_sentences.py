@@ -30,6 +30,23 @@ from aclarai.parsers.sentences import NLI_MAX_CHARS, NLI_MIN_CHARS
             ["They joined Apple Inc.", "The next year they left."],
         ),
         ("no punctuation at all", ["no punctuation at all"]),
+        (
+            "Ich las die Ausgabe zum 50. Jahrestag von 2012. Sie hat eine Einleitung.",
+            ["Ich las die Ausgabe zum 50. Jahrestag von 2012.", "Sie hat eine Einleitung."],
+        ),
+        (
+            "Ab dem frühen 1. Jahrhundert n. Chr. war das so.",
+            ["Ab dem frühen 1. Jahrhundert n. Chr. war das so."],
+        ),
+        ("Es begann 300 v. Chr. Die Römer kamen.", ["Es begann 300 v. Chr.", "Die Römer kamen."]),
+        (
+            "Drei Personen möchten vom 12. bis 14. Juni nach Lissabon.",
+            ["Drei Personen möchten vom 12. bis 14. Juni nach Lissabon."],
+        ),
+        (
+            "Das war im Jahr 2012. Die Zitate stammen daher.",
+            ["Das war im Jahr 2012.", "Die Zitate stammen daher."],
+        ),
     ],
 )
 def test_sentence_boundaries(text: str, expected: list[str]) -> None:
