@@ -1,41 +1,44 @@
 """Sentences that state nothing about the world, in any language: they give no claim.
 
 A claim says something checkable with a predicate. What a note holds besides, and how each is
-told apart without a tagger:
+told apart without a tagger (Chinese aside):
 
-- a **lead-in**, which ends in a colon ("The plugin has three modes:") and introduces a list;
+- a **lead-in**, which ends in a colon ("The plugin has three modes:"), or in Japanese names what
+  follows (「次のとおりである。」);
 - a **link line**: a bare address ("https://…"), or an address with a label before it
   ("Documentation: https://…");
 - a **navigation** line: short links or labels in a row ("Edit in GitHub | Copy this note");
-- a **label**: a short line with no end mark and no verb ("UI font sizes", "Muted text color");
-- an **instruction**, a step telling the reader what to do: a clause that opens with a verb
-  and no subject before it ("Click Restore default settings", "Stir the starter into the water",
-  "Ouvrez les Paramètres", "Klicken Sie auf …", "Faire chauffer l'huile", 「启用 Importer 插件。」),
-  a German or Dutch clause that ends in its infinitive ("Das Öl in einem Topf erwärmen"), or in
-  Japanese a polite step with no subject (「設定を開きます。」);
+- a **label**: a short line with no end mark and no verb ("UI font sizes", "Muted text color"),
+  an item that goes on a lead-in ("a radiator key"), names in a row, a bibliography entry;
+- an **exclamation** or a greeting ("What a dense six pages!", "¡Gracias a todos!");
+- an **instruction**, a step telling the reader what to do (see below);
 - in Japanese and Chinese, a **fragment** that opens with a particle (「と入力します。」).
 
 A label that opens a sentence ("Note: Sync keeps 12 months.", "Layout: The sidebar …") is not
 content either: :func:`strip_label` takes it off, and the claim is what follows.
 
-A verb is told by where it stands, not by a list of verbs: a word that opens a sentence and
-is followed at once by an article, a possessive or an object pronoun ("Shape the dough",
+A step's verb is told by where it stands, not by a list of verbs. A word that opens a sentence
+and is followed at once by an article, a possessive or an object pronoun ("Shape the dough",
 "Tapa el cesto", "Öffne die Datei") is a verb with its object, because a sentence's opening noun
 is followed by its verb, not by another noun's article. A Romance infinitive says so by its
-ending as well ("Vérifier si …", "Comprobar que …"). Those closed word classes are this module's
-own tables. So are the verbs of help pages (click, open, select …), in their imperative forms:
-they open a step before a name ("Click Settings").
+ending ("Vérifier si …", "Comprobar que …"), a German step by its infinitive at the end after no
+subject ("Das Öl in einem Topf erwärmen"), and in a numbered list a verb needs no object
+("Bake for 20 minutes"). Japanese steps end in a polite verb with no subject (「設定を開きます。」)
+or a to-do (「予約しておくこと」). Chinese leaves a statement's subject out as readily as a
+step's; rjieba's tags say which word is a verb, and only a numbered list, a command as the
+object or 「就」/「请」 make it a step. The closed word classes are this module's own tables, as
+are the verbs of help pages (click, open, select …) in their imperative forms: they open a step
+before a name ("Click Settings").
 """
 
 from __future__ import annotations
 
 import re
 
-import rjieba
-
+from aclarai.agents.offline.cjk_steps import is_chinese_step, is_japanese_lead_in, is_japanese_step
 from aclarai.agents.offline.features import word_set
-from aclarai.agents.offline.language import function_words
-from aclarai.agents.offline.words import UNSPACED_CHAR, WORD_PATTERN
+from aclarai.agents.offline.steps import ANY_VERB_MARKER, has_verb_marker, is_step
+from aclarai.agents.offline.words import UNSPACED_CHAR, WORD_PATTERN, word_count
 from aclarai.parsers import split_sentences
 
 LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION = (
@@ -47,16 +50,20 @@ LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION = (
     "fragment",
     "exclamation",
 )
+
 _LABEL = re.compile(
     r"^[ \t]*(?P<label>[^\W\d_][\w.'’&/-]*(?:[ \t]+[^\W\d_][\w.'’&/-]*){0,2})"
     r"(?:[ \t]*:[ \t]+|[ \t]*：[ \t]*)(?=\S)"
 )
+
 _REFERENCE = re.compile(r"[^\W\d_][^()]{0,120}\(\d{4}[a-z]?\)\s*[,.:]")
 """A bibliography entry: "Murre & Dros (2015), Replication and …". "Murre & Dros (2015)
 replicated …" goes on with a verb and states something."""
+
 _UNSPACED_GREETING = re.compile(
     r"おはよう|ありがとう|こんにちは|お疲れ|谢谢|你好|早上好|大家好|辛苦了"
 )
+
 _EXCLAMATION = re.compile(
     r"^[¡!]?\s*(?:what an?|how|wow|thanks|thank you|hello|hi|good morning|was für|wie|danke|"
     r"hallo|guten morgen|quel|quelle|quels|quelles|que|comme|merci|bonjour|salut|qué|cuánto|"
@@ -66,356 +73,33 @@ _EXCLAMATION = re.compile(
     re.I,
 )
 """An exclamation, a greeting or a thank-you: "What a dense six pages!", "¡Gracias a todos!"."""
+
 _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
+
 _URL = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.I)
+
 _NAV_SEPARATORS = re.compile(r"\s[|·•»›→←]\s|\s[|·•»›→←]$|^[|·•»›→←]\s")
+
 _NAV_PART_WORDS = 5
+_NAVIGATION_OPENING = re.compile(
+    r"(?:see(?: also)?|next|previous|back to|siehe(?: auch)?|weiter|zurück(?: zu)?|"
+    r"voir(?: aussi)?|suivant|précédent|retour (?:à|au)|véase(?: también)?|ver también|"
+    r"siguiente|anterior|volver a|vedi(?: anche)?|successivo|precedente|torna a|"
+    r"veja(?: também)?|ver também|próximo|voltar (?:para|a)|zie(?: ook)?|volgende|vorige|"
+    r"terug naar)\b\s*:?|(?:另见|参见|関連|参照|次へ|上一篇|下一篇)",
+    re.IGNORECASE,
+)
+"""Where a line that points to other notes opens: "See also …", "Weiter: …", "Terug naar …"."""
+_NAV_WORDS = 12
+
 _LABEL_WORDS = 6
+
 _UNSPACED_LABEL_CHARS = 25
+
 _END = ".!?…。！？．｡"
-_CLAUSE = re.compile(r"(?:^|[,;，、；]\s*)")
-_OPENERS = word_set(
-    """
-    to if when once after before in on from for under then next now finally first over during
-    within while
-    um wenn falls sobald nachdem bevor im am auf unter dann danach
-    pour si s'il s'ils quand lorsque dès après avant dans en sous puis ensuite au pendant
-    para si cuando una después antes en bajo luego al durante
-    per se quando una dopo prima nel nella sotto poi durante
-    para se quando depois antes em no na sob ao durante
-    om als wanneer zodra na voordat in op onder dan daarna tijdens
-    """
-)
-"""Words that open a phrase before the main clause: "To open it, click Settings", "In the
-menu, choose Export". A comma after any other opening ends a list item or a clause of a
-statement ("The code depends on httpx, click and jinja2")."""
-_OPENING_WORDS = 4
-"""The longest opening phrase a comma ends: "Nesse caso,", "L'autunno prima,"."""
-_LEADING_ADVERBS = word_set(
-    """
-    then next first finally now also afterwards
-    dann danach zuerst anschließend jetzt
-    puis ensuite enfin alors
-    luego después primero finalmente
-    poi quindi infine dopo
-    depois então
-    dan daarna eerst vervolgens nu
-    """
-)
-_IMPERATIVES: dict[str, frozenset[str]] = {
-    "en": word_set(
-        """
-        click tap press select choose open enable disable type enter navigate drag drop install
-        uninstall toggle hover scroll expand collapse rename paste copy configure restart reload
-        right-click double-click go add remove create delete set use see find search save check
-        uncheck switch turn make ensure pick follow visit refer try run launch process
-        """
-    ),
-    "de": word_set(
-        """
-        klicke öffne wähle aktiviere deaktiviere gib drücke gehe tippe ziehe installiere füge
-        erstelle lösche benutze verwende speichere suche kopiere schalte starte
-        """
-    ),
-    "fr": word_set(
-        """
-        clique ouvre sélectionne choisis appuie active désactive tape va saisis glisse installe
-        ajoute crée supprime utilise enregistre cherche copie colle faites
-        """
-    ),
-    "es": word_set(
-        """
-        sigue siga haga haz abra abre seleccione selecciona pulse pulsa presione presiona active
-        activa desactive desactiva elija elige escriba escribe vaya ve introduzca introduce arrastre
-        arrastra instale instala añada añade cree crea use usa toque toca habilite habilita
-        ingrese ingresa copie copia pegue pega guarde guarda busque busca escoja marque marca
-        mantén mantenga procesa revisa desplázate desplácese repasa establece encuentra comprueba
-        cambia
-        """
-    ),
-    "it": word_set(
-        """
-        segui fai clicca apri seleziona scegli premi attiva disattiva digita vai inserisci trascina
-        installa aggiungi abilita tocca crea usa utilizza copia incolla salva cerca imposta
-        controlla elabora passa scorri tieni trova verifica
-        """
-    ),
-    "pt": word_set(
-        """
-        siga clique abra selecione escolha pressione ative desative digite vá acesse arraste instale
-        adicione toque habilite crie use copie cole salve pesquise defina marque insira
-        role revise processe confira encontre mantenha troque verifique
-        """
-    ),
-    "nl": word_set(
-        """
-        klik open selecteer kies druk activeer schakel typ ga sleep installeer voeg tik zet vul
-        maak gebruik kopieer plak sla zoek verwerk controleer houd voer loop stel scrol neem
-        doe geef kijk lees
-        """
-    ),
-}
-_OBJECT_WORDS: dict[str, frozenset[str]] = {
-    "en": word_set(
-        "the a an your it them this these those all each every both its his her their our my "
-        "any some"
-    ),
-    "de": word_set(
-        "die das den ein eine einen dein deine deinen ihren ihre ihn es sie alle jeden jede jedes"
-    ),
-    "fr": word_set(
-        "le la les un une des du au aux ce cet cette ces son sa ses leur leurs mon ma mes "
-        "votre vos ton ta tes tout toute tous toutes chaque"
-    ),
-    "es": word_set(
-        "el la los las lo un una unos unas al del su sus tu tus este esta estos estas ese esa "
-        "esos esas todo toda todos todas cada"
-    ),
-    "it": word_set(
-        "il lo la i gli le un uno una del della dello dei degli delle al alla allo ai agli "
-        "alle il suo sua suoi sue tuo tua tuoi tue questo questa questi queste quel quella "
-        "quei quelle tutto tutta tutti tutte ogni"
-    ),
-    "pt": word_set(
-        "o a os as um uma uns umas ao aos à às do da dos das no na nos nas seu sua seus suas "
-        "este esta estes estas esse essa esses essas todo toda todos todas cada"
-    ),
-    "nl": word_set("de het een je jouw uw zijn haar hun dit deze alle elk elke ze hem"),
-}
-"""What follows a verb and never a sentence's opening noun: articles, possessives,
-demonstratives and object pronouns. "Leave it covered", "Verser les lentilles"."""
-_ELIDED = ("l'", "l’", "d'", "d’", "un'", "dell'", "all'", "nell'", "sull'")
-"""An elided article joined to its noun: "l'huile", "l'aglio"."""
-_PARTICLES = word_set("off up out down back away")
-"""An English phrasal verb's particle comes between it and its object: "Switch off the heating"."""
-_INFINITIVE = {
-    "fr": ("er", "ir", "re"),
-    "es": ("ar", "er", "ir"),
-    "pt": ("ar", "er", "ir"),
-    "it": ("are", "ere", "ire"),
-}
-_AFTER_INFINITIVE = word_set(
-    """
-    à avec dans sur pendant en environ si que bien doucement de par vers
-    con en a por sobre durante que si
-    con in per su che se bene
-    com em por sobre durante que se bem
-    """
-)
-"""What follows an infinitive that gives a step: "Assaisonner avec du sel", "Comprobar si …"."""
-_DUTCH_STEP_FOLLOWERS = word_set(
-    """
-    met in op naar voor vóór aan van uit bij over tot om door tegen eerst nooit niet pas toch
-    eind altijd alleen ook er twee drie waar dat hoofdstuk
-    """
-)
-"""What follows a Dutch imperative when no object does: "Zaai eind april", "Begin toch …". A
-name before its verb ("Priya liet …") is followed by neither."""
-_DUTCH_SUBORDINATE = re.compile(
-    r"\b(?:zodra|als|dat|die|wanneer|omdat|want|tot|terwijl|nadat|voordat|waar|zodat|of)\b"
-)
-"""Where a Dutch subordinate clause begins: its verb ("… zodra de tank leeg is") is not the
-main clause's."""
-_STEP_FOLLOWERS = _AFTER_INFINITIVE | word_set(
-    """
-    for on in at with into onto over until through only gently well about
-    für mit in auf bei bis über nur etwa
-    más solo bien unos unas
-    circa via solo bene per
-    mais só bem cerca
-    voor met op in tot over alleen ongeveer
-    """
-)
-"""What follows a step's verb in a numbered list when no object does: "Bake for 20 minutes"."""
-_IMPERATIVE_ENDINGS = {
-    "es": ("a", "e"),
-    "pt": ("a", "e"),
-    "it": ("a", "i", "ate", "ete", "ite"),
-}
-"""The endings a verb that opens a step may have where a sentence may also open with its
-conjugated verb, its subject left out ("Obtiene las …", "Scarica le …"): the familiar and
-polite imperatives ("Calienta", "Scaldate")."""
-_PARTICIPLES = ("ado", "ada", "ido", "ida")
-_NOT_STEP_VERBS = word_set(
-    """
-    today yesterday tomorrow tonight now here there then later soon still sometimes often usually
-    once again meanwhile afterwards eventually recently currently also only even just
-    puoi devi vuoi può deve sai puedes debes quieres puede debe sabes podes pode deves queres
-    incluye ofrece permite admite contiene requiere necesita soporta existe funciona depende
-    cuesta dura ocupa pesa mide include offre permette supporta contiene richiede funziona
-    dipende costa dura pesa misura inclui oferece permite suporta contém requer funciona
-    depende custa dura pesa mede
-    """
-)
-"""Words that open a sentence before an article and are no step: an adverb of time ("Today
-it is …"), a modal ("Puoi installare …": you can), and the verbs with which a description
-leaves its subject out ("Incluye una variante oscura": it includes)."""
-_SPANISH_INDICATIVE = word_set("puedes debes tienes sabes quieres eres estás vas haces")
-_PORTUGUESE_INDICATIVE = word_set(
-    "funciona aceita precisa consegue sabe quer vale basta importa existe fica gosta usa cabe"
-)
-_JOINED_OBJECT = {
-    "es": re.compile(
-        r"[áéíóú]\w*?(?:la|lo|las|los|le|les|te|se|me|nos)$|\w{3}(?:ar|er|ir)(?:la|lo|las|los|le|les|se)$"
-    ),
-    "pt": re.compile(r"\w{3}-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se)$"),
-    "it": re.compile(
-        r"\w{3}(?:ate|ete|ite)(?:la|lo|li|le|ne|ci|vi)$|\w{3}(?:ar|er|ir)(?:la|lo|li|le|ne|si)$"
-        r"|^\w{5,}[ai](?:la|lo)$"
-    ),
-}
-"""A verb with its object pronoun joined on: "Presiónala", "Asegúrate", "Mantenerlo",
-"Coloque-a", "Mettetelo", "Esercitarsi", "Eliminala"."""
-_NOT_JOINED = re.compile(r"[úu](?:la|lo|las|los)$")
-"""Spanish nouns with the same look: "Película", "Capítulo", "Válvula"."""
-_NEVER = re.compile(r"(?!)")
-_CONJUNCTIONS = word_set("and or et ou y e o ed oder und en of")
-_NEGATIONS = {"en": ("never",), "fr": ("ne",), "es": ("no",), "it": ("non",), "pt": ("não",)}
-_ENGLISH_NOT_BASE = ("ed", "ing", "ly")
-_ADJACENT = re.compile(r"\s*\S*?([^\W\d_][\w'’.-]*)[ \t]+(\S+)")
-"""The first two words with nothing but a space between: "Zeiten, die …" is a noun and its
-relative clause."""
-_GERMANIC_INFINITIVE = re.compile(r"[a-zäöüß]{2,}(?:en|ern|eln)$")
-_GERMANIC_SUBJECTS = word_set("ich du er sie es wir ihr man")
-_DUTCH_SUBJECTS = word_set("ik jij hij zij ze we wij jullie men")
-"""("je" is "your" as well: "Rol je kleding op".)"""
-_GERMANIC_SUBORDINATORS = word_set(
-    """
-    bis wenn damit sodass dass ob bevor nachdem sobald solange während weil da falls wann
-    wie obwohl sofern wodurch
-    """
-)
-"""What opens a subordinate clause: the main clause is before or after it."""
-_CLAUSE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
-    "der die das welche welcher welches und aber doch denn sondern oder dann"
-)
-"""What opens the clause after a main one: a subordinate, a relative or a coordinate clause."""
-_STEP_ADVERBS_DE = word_set("nicht niemals nie immer zuerst erst dann danach bitte vorher")
-_COMMA = re.compile(r",\s+")
-_CODE_SPAN = re.compile(r"`[^`]*`")
-"""A comma between clauses or list items; "2,4 m" is a number."""
-_GERMANIC_COORDINATORS = word_set("und aber doch denn sondern oder")
-_REFLEXIVES = word_set("sich zich")
-_GERMAN_NOT_FINITE = word_set(
-    """
-    nicht jetzt erst meist zuerst zuletzt seit sanft leicht weit bereit fest halt recht samt
-    mindestens höchstens etwa spät breit dicht flach glatt hart heiß kalt laut leicht matt
-    mittlerst nett platt sacht schlecht schnell straff warm welt zart bunt statt direkt exakt
-    perfekt sonst selbst fast trotzdem zunächst
-    """
-)
-_CLITIC = re.compile(r"(?<=\w{3})(?:-?(?:lo|la|los|las|le|les|li|ne|me|te|se|nos|a|o))$")
-"""An object pronoun joined to an imperative: "añádelo", "aggiungilo", "adicione-a"."""
-_CLITIC_LANGUAGES = frozenset({"es", "it", "pt", "fr"})
-"""The languages that join it: in English "pickles" would read as "pick" and "les"."""
-_FORMAL_PRONOUNS = {"de": "sie", "nl": "u"}
-"""The polite imperative puts its pronoun after the verb: "Klicken Sie", "Klikt u"."""
-_FRENCH_NOT_VERBS = word_set("chez assez nez rez")
-_CHINESE_IMPERATIVES = tuple(
-    word_set(
-        """
-        点击 单击 双击 右键 打开 启用 禁用 停用 选择 选中 输入 按下 按 转到 前往 拖动 拖放
-        安装 卸载 添加 删除 创建 新建 设置 使用 复制 粘贴 保存 搜索 查看 请 勾选 取消勾选 切换
-        关闭 进入 返回 访问
-        """
-    )
-)
-_CHINESE_STEP_ADVERB = re.compile(
-    r"^(?:(?:请|先|再|然后|接着|最后|首先|立即|立刻|马上|只|就|务必|一定)\s*)+"
-)
-_CHINESE_COVERBS = tuple(word_set("在 用 将 把 对 沿 以 到 往 向 按 给 从 通过"))
-_CHINESE_NOT_COVERBS = tuple(
-    word_set(
-        """
-        用户 用途 用法 用于 在线 在于 将来 将军 将近 对象 对方 对于 对话 以及 以后 以前 以上
-        以下 以来 以外 到达 到底 到期 从而 从事 从来 按钮 把握 向量 给予 通过率
-        """
-    )
-)
-_CHINESE_PROHIBITION = re.compile(
-    r"不要(?![求紧])|切勿|请勿|千万别|千万不要|(?<![申邀聘])请参[阅见]|详见"
-)
-_CHINESE_STATIVE = word_set(
-    """
-    是 有 没有 需要 会 能 能够 可 可以 应 应该 要 属于 位于 包括 包含 成为 说明 表明 意味着
-    带有 含有 显示 支持 适用 适合 取决于 依赖 提供 允许 具有 拥有 存在 出现 发生 开始 继续 就是 为
-    停止 保持 变得 叫 称为 来自 用于 等于 相当于 约为 达到 超过 占 只有 还有 共有 已 已经 曾 曾经
-    """
-)
-"""Verbs that state rather than tell: a Chinese statement may leave out its subject too
-(「支持 Windows。」, 「说明里面积了空气。」)."""
-_CHINESE_TIME_TAGS = frozenset({"t", "tg", "m", "mq", "q", "f"})
-_CHINESE_OPENERS = ("如果", "若", "当", "一旦", "待", "为了", "要是", "假如", "如需", "如要")
-_JAPANESE_STEP = re.compile(
-    r"(?:ます|ください|(?<!という)(?<=[うくぐすつぬぶむるい])こと|て|てね)[。．]?$"
-)
-"""A polite step (「バルブを閉めます」), a request (「食べてみて」), or a to-do in the form of a
-noun of doing (「予約しておくこと」, 「入れないこと」)."""
-_JAPANESE_PLAIN_STEP = re.compile(r"[うくぐすつぬぶむる][。．]?$")
-"""A numbered step may be in the plain form: 「枝を取り除く」, 「収穫する」."""
-_JAPANESE_STATEMENT_ENDINGS = (
-    "できます",
-    "あります",
-    "ています",
-    "でいます",
-    "がいます",
-    "れます",
-    "なります",
-    "えます",
-    "けます",
-    "せます",
-)
-"""Polite endings that state: can, there is, is doing, is done, becomes (「表示されます」,
-「使えます」)."""
-_NUMBERED_STATEMENT_ENDINGS = (
-    "できます",
-    "あります",
-    "ています",
-    "でいます",
-    "されます",
-    "られます",
-)
-"""In a numbered list a polite ending says "do": 「味を調えます」, 「バヌトンに入れます」."""
-_CAUSATIVE_STEP = re.compile(r"(?:させ|わせ|ませ)ます[。．]?$")
-_JAPANESE_SUBORDINATE = re.compile(
-    r"、|たら|れば|まで|ので|ように|ながら|ても|ことを|(?<=[るいただ])か"
-)
-"""Where a Japanese subordinate clause ends: its subject (「玉ねぎがしんなりするまで」) is not
-the main clause's. Only a numbered step is read so: 「テストが終わるまでに40秒かかります」
-states."""
-_JAPANESE_COMMA = re.compile("、|ことを")
-_JAPANESE_TOPIC = re.compile(r"[^、。]{1,40}?(?<![にでと])(?<!場合)(?<!時)(?<!とき)は")
-"""A topic that opens the sentence is its subject, whatever clauses follow:
-「roundは、…を丸めます」."""
-_TRAILING_NOTE = re.compile(r"[（(][^）)]*[）)]$")
-_JAPANESE_LEAD_IN = re.compile(r"(?:次|以下|下記)の(?:とおり|通り|\d+[つ件項点])")
-"""「次のとおりである。」, 「次の4つの国の首都がある。」: a sentence that introduces a list."""
-_JAPANESE_SUBJECT = re.compile("(?<![にでと])[はが]|(?<![とれ])も")
+
 _UNSPACED_PARTICLES = tuple("とをにはがでもの、")
-_VERB_MARKERS: dict[str, frozenset[str]] = {
-    "en": word_set(
-        "is are was were be been has have had will would can could should may might must does "
-        "did do"
-    ),
-    "de": word_set(
-        "ist sind war waren bin bist seid sei wäre wären hat haben hatte hatten habe hast hätte "
-        "wird werden wurde wurden würde würden kann können konnte konnten könnte kannst muss "
-        "müssen musste musst soll sollen sollte sollten sollst darf dürfen darfst will wollen "
-        "wollte willst mag mögen möchte möchten lässt ließ gibt gab bleibt blieb liegt lag steht "
-        "stand geht ging kommt kam"
-    ),
-    "fr": word_set("est sont était a ont avait sera peut peuvent doit"),
-    "es": word_set("es son era está están tiene tienen puede pueden ha han será hay"),
-    "it": word_set("è sono era ha hanno può possono sarà deve"),
-    "pt": word_set("é são era está estão tem têm pode podem há será deve"),
-    "nl": word_set(
-        "is zijn was waren ben bent heeft hebben had hadden heb hebt kan kun kunt kunnen kon "
-        "konden wordt worden werd werden zal zul zult zullen zou zouden moet moeten mag mogen wil "
-        "wilt willen blijft ligt staat gaat komt"
-    ),
-}
-"""Verbs that make even a short line a statement ("Sync is free")."""
-_ANY_VERB_MARKER = frozenset().union(*_VERB_MARKERS.values())
+
 _SPEECH_VERBS = word_set("said says say wrote writes told tells thinks thought asked asks")
 """Who said what is part of it: "Somebody successful said: 99% of success is showing up"."""
 
@@ -432,7 +116,7 @@ def split_label(sentence: str) -> tuple[str | None, str]:
         return None, sentence
     words = [w.lower() for w in WORD_PATTERN.findall(match.group("label"))]
     if any(
-        w in _ANY_VERB_MARKER or w in _SPEECH_VERBS or (len(w) > 3 and w.endswith("ed"))
+        w in ANY_VERB_MARKER or w in _SPEECH_VERBS or (len(w) > 3 and w.endswith("ed"))
         for w in words
     ):
         return None, sentence
@@ -448,7 +132,7 @@ def has_predicate(sentence: str, lang: str) -> bool:
     """Whether a sentence of a Latin-script language other than English holds a verb, as far
     as a word list can tell: one of its verbs of being and having, or enough words to be a
     clause."""
-    return _has_verb_marker(sentence, lang) or _words(sentence) > _LABEL_WORDS + 1
+    return has_verb_marker(sentence, lang) or word_count(sentence) > _LABEL_WORDS + 1
 
 
 def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | None:
@@ -465,9 +149,11 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
     body = sentence.rstrip()
     if body.endswith((":", "：")):
         return LEAD_IN
-    if _NAV_SEPARATORS.search(body) and _is_navigation(body):
+    if (_NAV_SEPARATORS.search(body) and _is_navigation(body)) or (
+        _NAVIGATION_OPENING.match(body) and word_count(body) <= _NAV_WORDS
+    ):
         return NAVIGATION
-    if _URL.search(body) and _words(strip_label(_URL.sub(" ", body))) < 3:
+    if _URL.search(body) and word_count(strip_label(_URL.sub(" ", body))) < 3:
         return LINK
     if _REFERENCE.match(body) or _is_list(body):
         return LABEL
@@ -477,13 +163,13 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         return EXCLAMATION
     if lang in ("ja", "zh"):
         return _unspaced_kind(body, lang, numbered=numbered)
-    if _is_instruction(body, lang, numbered=numbered):
+    if is_step(body, lang, numbered=numbered):
         return INSTRUCTION
     label, value = split_label(body)
     if (
         body[-1:] not in _END
-        and not _has_verb_marker(body, lang)
-        and (_words(body) <= _LABEL_WORDS or (body[:1].islower() or body[:1].isdigit()))
+        and not has_verb_marker(body, lang)
+        and (word_count(body) <= _LABEL_WORDS or (body[:1].islower() or body[:1].isdigit()))
         and not (label is not None and any(ch.isdigit() for ch in value))
     ):
         # A setting's name, or an item that goes on its lead-in ("a radiator key"); a key with
@@ -517,7 +203,7 @@ def _is_list(line: str) -> bool:
     """Short items in a row: "Ana Lopes, Ben Carter, Priya Shah", "flour, water, salt". With an
     end mark only names are: "At 9:04, the cargo explodes." is a sentence."""
     parts = [p for p in re.split(r"[,、;；]", line.rstrip(_END + " ")) if p.strip()]
-    if len(parts) < 2 or not all(_words(p) <= 3 and len(p.strip()) <= 30 for p in parts):
+    if len(parts) < 2 or not all(word_count(p) <= 3 and len(p.strip()) <= 30 for p in parts):
         return False
     if UNSPACED_CHAR.search(line) and not all(len(p.strip()) <= 8 for p in parts):
         return False
@@ -528,211 +214,7 @@ def _is_list(line: str) -> bool:
 
 def _is_navigation(line: str) -> bool:
     parts = [p for p in re.split(r"\s*[|·•»›→←]\s*", line) if p.strip()]
-    return len(parts) >= 2 and all(_words(p) <= _NAV_PART_WORDS for p in parts)
-
-
-def _is_instruction(sentence: str, lang: str, *, numbered: bool = False) -> bool:
-    verbs = _IMPERATIVES.get(lang)
-    formal = _FORMAL_PRONOUNS.get(lang)
-    if lang == "de" and _ends_in_infinitive(sentence):
-        return True
-    for n, clause in enumerate(_clauses(sentence, lang)):
-        words = [w.lower() for w in WORD_PATTERN.findall(clause)[:4]]
-        if n and lang in ("de", "nl") and words and words[0].endswith("t"):
-            continue  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
-        negated = bool(words) and _skipped(words[0], lang) and words[0] not in _LEADING_ADVERBS
-        while words and _skipped(words[0], lang):
-            words.pop(0)
-        if not words:
-            continue
-        first, second = words[0], (words[1] if len(words) > 1 else "")
-        bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
-        if verbs is not None and (first in verbs or bare in verbs):
-            return True
-        if formal is not None and second == formal and first.endswith(("en", "t")):
-            return True
-        if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
-            return True
-        if negated and _negative_step(first, lang):
-            return True  # "No rellenes las esquinas", "Não tire mais de 20 %": the subjunctive
-        if _verb_with_object(clause, lang, numbered=numbered):
-            return True
-    return False
-
-
-def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool:
-    """Whether a clause opens with a verb: an article, a possessive or an object pronoun
-    right after its first word, or a Romance infinitive. Adverbs and a negation before it
-    are passed over ("Primeiro, corte toda …", "No quitar más del 20 %")."""
-    objects = _OBJECT_WORDS.get(lang)
-    words = list(WORD_PATTERN.finditer(clause))
-    skip = 0
-    while skip < len(words) and _skipped(words[skip].group().lower(), lang):
-        skip += 1
-    negated = any(w.group().lower() in _NEGATIONS.get(lang, ()) for w in words[:skip])
-    match = _ADJACENT.match(clause, words[skip].start()) if skip < len(words) else None
-    if objects is None or match is None:
-        return False
-    first, second = match.group(1).lower(), match.group(2).lower().rstrip(",.;:!?")
-    if first in _NOT_STEP_VERBS or first in _OPENERS:
-        return False
-    reflexive = lang == "fr" and first.startswith(("s'", "s’"))
-    verb = first[2:] if reflexive else first
-    infinitive = _is_infinitive(verb, lang)
-    if reflexive or (lang == "fr" and first == "se"):
-        return infinitive or _is_infinitive(second, lang)  # "S'assurer que …", "Se connecter"
-    if infinitive and (negated or _loose_infinitive(verb, second, lang)):
-        return True  # "Leer la Vida de …", "Trasplantar fuera solo …", "Non dimenticare di …"
-    if _JOINED_OBJECT.get(lang, _NEVER).search(first) and not _NOT_JOINED.search(first):
-        return True  # "Presiónala dentro de las juntas", "Mantenerlo húmedo", "Eliminala entro …"
-    plural_step = lang == "it" and first.endswith(("ate", "ete", "ite"))
-    if not first.isalpha() or (
-        first in function_words(lang)
-        and not (infinitive or plural_step)
-        and first not in (_IMPERATIVES.get(lang, ()))
-    ):
-        return False
-    if lang == "en":
-        if first.endswith(_ENGLISH_NOT_BASE) or (first.endswith("s") and not first.endswith("ss")):
-            return False
-        if second in _PARTICLES:
-            rest = WORD_PATTERN.findall(clause[match.end(2) :])
-            second = rest[0].lower() if rest else ""
-    elif lang == "fr" and not infinitive:
-        return False  # its imperatives end in -ez, or are help verbs; "Correction des …" is a title
-    elif lang in ("de", "nl"):
-        subjects = _GERMANIC_SUBJECTS if lang == "de" else _DUTCH_SUBJECTS
-        if second in subjects or (lang == "de" and first.endswith(("t", "en", "st"))):
-            return False  # "Bleibt ein Heizkörper …", "Loopt hij vast, …": a conditional
-        head = _DUTCH_SUBORDINATE.split(clause, maxsplit=1)[0]
-        if lang == "nl" and second in _DUTCH_STEP_FOLLOWERS and not _has_verb_marker(head, lang):
-            return True  # "Snoei eerst al het dode hout weg", "Tank bij zodra de tank half leeg is"
-    elif (
-        lang in _IMPERATIVE_ENDINGS
-        and not infinitive
-        and (not first.endswith(_IMPERATIVE_ENDINGS[lang]) or first.endswith(_PARTICIPLES))
-    ):
-        return False
-    if second in objects or second.startswith(_ELIDED) or second.startswith("`"):
-        return True
-    if _is_infinitive(second, lang):
-        return True  # "Deja secar la pared", "Fate cuocere la cipolla"
-    if plural_step:
-        return True  # "Cuocete per 20 minuti": the plural imperative says so by itself
-    if numbered and second in _STEP_FOLLOWERS and not _has_verb_marker(clause, lang):
-        return True  # "1. Bake for 20 minutes", "2. Sazona con sal"
-    return infinitive and second in _AFTER_INFINITIVE
-
-
-def _negative_step(verb: str, lang: str) -> bool:
-    """A negative step takes the subjunctive: "No rellenes …" (es), "Não tire …" (pt)."""
-    if lang == "es":
-        return verb.endswith(("es", "as")) and verb not in _SPANISH_INDICATIVE
-    if lang == "pt":
-        return (
-            verb.endswith(("e", "a"))
-            and verb not in _NOT_STEP_VERBS
-            and verb not in _ANY_VERB_MARKER
-            and verb not in _PORTUGUESE_INDICATIVE
-        )
-    return False
-
-
-def _loose_infinitive(verb: str, second: str, lang: str) -> bool:
-    """Whether an infinitive opens a step whatever follows it: not a name or a number that
-    ends like one ("Murre et Dros", "Quatre participants", "Gigerenzer 1996"), so it is
-    followed by a word in lower case that is no conjunction and no verb."""
-    return (
-        len(verb) > 4
-        and not (lang == "fr" and verb.endswith("re"))
-        and second.isalpha()
-        and second.islower()
-        and second not in _CONJUNCTIONS
-        and second not in _ANY_VERB_MARKER
-    )
-
-
-def _is_infinitive(word: str, lang: str) -> bool:
-    """A Romance infinitive by its ending: "vérifier", "leer", "fare"."""
-    endings = _INFINITIVE.get(lang)
-    return endings is not None and len(word) >= 3 and word.isalpha() and word.endswith(endings)
-
-
-def _skipped(word: str, lang: str) -> bool:
-    return (
-        word in _LEADING_ADVERBS
-        or word in _NEGATIONS.get(lang, ())
-        or word in ("do", "not", "don't")
-        or (lang == "fr" and word.startswith(("n'", "n’")))
-        or (lang == "fr" and word in ("en", "pas", "jamais", "plus"))
-        or (lang in ("es", "it", "pt") and word in ("nunca", "mai", "jamais"))
-    )
-
-
-def _ends_in_infinitive(sentence: str) -> bool:
-    """A German step puts its verb last, unconjugated, after no subject: "Das Öl in einem
-    Topf erwärmen", "Sobald die Blüten erscheinen, zweimal pro Woche gießen", "Warten, bis …".
-    (Dutch writes its nouns in lower case, and "je kluizen" ends the same way.)"""
-    chunks = _COMMA.split(sentence)
-    start = 0
-    while start < len(chunks) - 1 and _first_word(chunks[start]) in _GERMANIC_SUBORDINATORS:
-        start += 1  # "Sobald die Blüten erscheinen, …": the main clause follows
-    end = start + 1
-    while end < len(chunks) and _first_word(chunks[end]) not in _CLAUSE_OPENERS:
-        end += 1  # "Niemals gekochte Essensreste, Fleisch oder Milch hineingeben, weil …"
-    main = ", ".join(chunks[start:end])
-    rest = ", ".join(chunks[end:])
-    words = WORD_PATTERN.findall(_CODE_SPAN.sub(" ", main))
-    if (
-        not words
-        or any(w.lower() in _GERMANIC_SUBJECTS or w.lower() in _REFLEXIVES for w in words)
-        or _has_verb_marker(main, "de")
-        or any(_looks_finite(w) for w in words[1:-1])
-        or _GERMANIC_INFINITIVE.match(words[-1] if len(words) > 1 else words[0].lower()) is None
-    ):
-        return False
-    following = _first_word(rest)
-    if following in _GERMANIC_COORDINATORS or (
-        following not in _CLAUSE_OPENERS and _has_verb_marker(rest, "de")
-    ):
-        return False  # "Diese Fugen arbeiten, und …", "Viele meinten, beide würden …"
-    if len(words) == 1:
-        return following in _GERMANIC_SUBORDINATORS  # "Prüfen, ob …", "Warten, bis …"
-    return len(words) >= 3 or words[0].lower() in _STEP_ADVERBS_DE
-
-
-def _first_word(text: str) -> str:
-    match = WORD_PATTERN.search(text)
-    return match.group().lower() if match else ""
-
-
-def _looks_finite(word: str) -> bool:
-    """A German present-tense verb: lower case, in -t or -st ("aktualisiert", "lässt"), not a
-    participle ("abgedeckt") or one of the words that end so."""
-    return (
-        word.islower()
-        and len(word) > 3
-        and word.endswith("t")
-        and "ge" not in word[:5]
-        and word not in _GERMAN_NOT_FINITE
-        and word not in function_words("de")
-    )
-
-
-def _clauses(sentence: str, lang: str) -> list[str]:
-    """The sentence, and what follows each comma when an opening phrase comes first: "To open
-    it, click Settings", "Mesmo assim, comece a renovação" hold a step. An opening phrase is one
-    that starts with an opening word, or, outside German and Dutch, a short one ended by a comma
-    (there the verb that follows it comes first in a statement too: "Während die Luft
-    entweicht, hören Sie ein Zischen")."""
-    first = WORD_PATTERN.match(sentence.lstrip())
-    comma = sentence.find(",")
-    if first is not None and first.group().lower() in _OPENERS:
-        starts = [m.end() for m in _CLAUSE.finditer(sentence)]
-        return [sentence[s:] for s in starts if s < len(sentence)]
-    if lang not in ("de", "nl") and comma > 0 and _words(sentence[:comma]) <= _OPENING_WORDS:
-        return [sentence, sentence[comma + 1 :].lstrip()]
-    return [sentence]
+    return len(parts) >= 2 and all(word_count(p) <= _NAV_PART_WORDS for p in parts)
 
 
 def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str | None:
@@ -743,87 +225,7 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
     if body[-1:] not in _END and len(body) <= _UNSPACED_LABEL_CHARS:
         return LABEL
     if lang == "zh":
-        return INSTRUCTION if _is_chinese_step(body, numbered=numbered) else None
-    if _JAPANESE_LEAD_IN.search(body):
+        return INSTRUCTION if is_chinese_step(body, numbered=numbered) else None
+    if is_japanese_lead_in(body):
         return LEAD_IN
-    core = _TRAILING_NOTE.sub("", body.rstrip("。．！ ")).rstrip("。． ")
-    # The main clause comes last: 「表示するには、名前を追加します。」 is a step.
-    clauses = _JAPANESE_SUBORDINATE if numbered or core.endswith("こと") else _JAPANESE_COMMA
-    main = clauses.split(_outside_quotes(core))[-1]
-    statements = _NUMBERED_STATEMENT_ENDINGS if numbered else _JAPANESE_STATEMENT_ENDINGS
-    step = _JAPANESE_STEP.search(core) or (numbered and _JAPANESE_PLAIN_STEP.search(core))
-    if (
-        step
-        and (not core.endswith(statements) or _CAUSATIVE_STEP.search(core))
-        and not _JAPANESE_SUBJECT.search(main)
-        and not _JAPANESE_TOPIC.match(_outside_quotes(core))
-    ):
-        return INSTRUCTION
-    return None
-
-
-def _is_chinese_step(sentence: str, *, numbered: bool) -> bool:
-    """A Chinese step has no subject: its first clause opens with a verb of doing (「找到放气阀」),
-    after a time if any (「周五前复习第 4 章」), or with a coverb that leads to one
-    (「用湿布擦净瓷砖」). After an opening clause (「如果…，」, 「15 分钟后，」) the next clause is
-    read the same way. A statement leaves its subject out as readily (「新增 --units 参数」,
-    「从 NOAA 获取预测」), so outside a numbered list only a help page's verb (「点击设置」), a
-    command as the object (「运行 `tidewatch init`」) or 「就」 or 「请」 before the verb makes a
-    step. A 「不要」 or 「切勿」 tells the reader what not to do."""
-    if _CHINESE_PROHIBITION.search(sentence):
-        return True
-    clauses = [c.strip() for c in re.split(r"[，；,;]", sentence) if c.strip()]
-    for i, clause in enumerate(clauses):
-        if clause.startswith(_CHINESE_IMPERATIVES):
-            return True
-        bare = _CHINESE_STEP_ADVERB.sub("", clause)
-        urged = i > 0 and clause.startswith(("就", "请"))
-        tagged = [(w, t) for w, t in rjieba.tag(bare) if w.strip()]
-        while len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS:
-            tagged.pop(0)  # 「5 分钟内确认呼叫」: a time before the verb
-        if tagged and _is_chinese_verb(*tagged[0]) and not _is_chinese_opener(clause):
-            # 「起火的船」: a verb before 的 describes the noun that follows it.
-            following = tagged[1][0] if len(tagged) > 1 else ""
-            if following != "的" and following not in _CHINESE_STATIVE and (numbered or urged):
-                return True
-            if any(w == "`" for w, _ in tagged[1:3]):
-                return True  # 「运行 `tidewatch init`」: a verb with a command as its object
-        if (
-            numbered
-            and bare.startswith(_CHINESE_COVERBS)
-            and not bare.startswith(_CHINESE_NOT_COVERBS)
-        ):
-            if any(_is_chinese_verb(w, t) for w, t in rjieba.tag(bare[1:])):
-                return True
-            # 「在面团上撒盐，加入…」: the verb may open the next clause, with no subject before it.
-            following = clauses[i + 1] if i + 1 < len(clauses) else ""
-            after = [(w, t) for w, t in rjieba.tag(following) if w.strip()]
-            return bool(after) and _is_chinese_verb(*after[0])
-        if i + 1 >= len(clauses) or not _is_chinese_opener(clause):
-            return False
-    return False
-
-
-def _is_chinese_verb(word: str, tag: str) -> bool:
-    """A verb of doing: not a verbal noun (「革命」) and not one that states."""
-    return tag.startswith("v") and tag != "vn" and word not in _CHINESE_STATIVE
-
-
-def _is_chinese_opener(clause: str) -> bool:
-    return clause.startswith(_CHINESE_OPENERS) or clause.endswith(("后", "时", "前"))
-
-
-def _outside_quotes(text: str) -> str:
-    """Japanese text without its quoted names: 「設定」は is a name, not a topic."""
-    return re.sub(r"「[^」]*」|『[^』]*』", "", text)
-
-
-def _has_verb_marker(sentence: str, lang: str) -> bool:
-    markers = _VERB_MARKERS.get(lang)
-    if markers is None:
-        return True  # no table: a short line gets the benefit of the doubt
-    return any(w.lower() in markers for w in WORD_PATTERN.findall(sentence))
-
-
-def _words(text: str) -> int:
-    return len(WORD_PATTERN.findall(text))
+    return INSTRUCTION if is_japanese_step(body, numbered=numbered) else None

@@ -43,3 +43,8 @@ def is_kana_only(word: str) -> bool:
     """Whether ``word`` is hiragana only (with the long-vowel mark): particles and endings
     ("は", "です") carry no content of their own."""
     return word[:1] >= "\u3040" and _KANA_ONLY.fullmatch(word) is not None
+
+
+def word_count(text: str) -> int:
+    """How many words (:data:`WORD_PATTERN`) ``text`` holds."""
+    return len(WORD_PATTERN.findall(text))

@@ -232,9 +232,13 @@ def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
         "- einen alten Lappen oder eine kleine Schüssel",
         "Maya Lindqvist、Leo Brandt、Priya Raman.",
         "事故の経過は次のとおりである。",
+        "Weiter: Kahneman 2011.",
+        "See also [[Backups]] and [[Restore a database]].",
+        "Voir aussi Règles de la maison · Chauffage.",
+        "另见家规和给看房人的说明。",
     ],
 )
-def test_references_exclamations_and_list_items_give_no_claim(line: str) -> None:
+def test_references_exclamations_navigation_and_list_items_give_no_claim(line: str) -> None:
     assert claims_of(line) == []
 
 
