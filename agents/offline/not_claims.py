@@ -7,28 +7,19 @@ told apart without a tagger (Chinese aside):
   follows (「次のとおりである。」);
 - a **link line**: a bare address ("https://…"), or an address with a label before it
   ("Documentation: https://…");
-- a **navigation** line: short links or labels in a row ("Edit in GitHub | Copy this note");
+- a **navigation** line: short links or labels in a row ("Edit in GitHub | Copy this note"), or
+  a line that points elsewhere ("See also …", "Weiter: …", "Terug naar …");
 - a **label**: a short line with no end mark and no verb ("UI font sizes", "Muted text color"),
   an item that goes on a lead-in ("a radiator key"), names in a row, a bibliography entry;
 - an **exclamation** or a greeting ("What a dense six pages!", "¡Gracias a todos!");
-- an **instruction**, a step telling the reader what to do (see below);
+- an **instruction**, a step telling the reader what to do;
 - in Japanese and Chinese, a **fragment** that opens with a particle (「と入力します。」).
 
 A label that opens a sentence ("Note: Sync keeps 12 months.", "Layout: The sidebar …") is not
 content either: :func:`strip_label` takes it off, and the claim is what follows.
 
-A step's verb is told by where it stands, not by a list of verbs. A word that opens a sentence
-and is followed at once by an article, a possessive or an object pronoun ("Shape the dough",
-"Tapa el cesto", "Öffne die Datei") is a verb with its object, because a sentence's opening noun
-is followed by its verb, not by another noun's article. A Romance infinitive says so by its
-ending ("Vérifier si …", "Comprobar que …"), a German step by its infinitive at the end after no
-subject ("Das Öl in einem Topf erwärmen"), and in a numbered list a verb needs no object
-("Bake for 20 minutes"). Japanese steps end in a polite verb with no subject (「設定を開きます。」)
-or a to-do (「予約しておくこと」). Chinese leaves a statement's subject out as readily as a
-step's; rjieba's tags say which word is a verb, and only a numbered list, a command as the
-object or 「就」/「请」 make it a step. The closed word classes are this module's own tables, as
-are the verbs of help pages (click, open, select …) in their imperative forms: they open a step
-before a name ("Click Settings").
+A step is told by where its verb stands: :mod:`aclarai.agents.offline.steps` for the languages
+written with spaces, :mod:`aclarai.agents.offline.cjk_steps` for Japanese and Chinese.
 """
 
 from __future__ import annotations
@@ -82,11 +73,11 @@ _NAV_SEPARATORS = re.compile(r"\s[|·•»›→←]\s|\s[|·•»›→←]$|^[
 
 _NAV_PART_WORDS = 5
 _NAVIGATION_OPENING = re.compile(
-    r"(?:see(?: also)?|next|previous|back to|siehe(?: auch)?|weiter|zurück(?: zu)?|"
-    r"voir(?: aussi)?|suivant|précédent|retour (?:à|au)|véase(?: también)?|ver también|"
-    r"siguiente|anterior|volver a|vedi(?: anche)?|successivo|precedente|torna a|"
-    r"veja(?: também)?|ver também|próximo|voltar (?:para|a)|zie(?: ook)?|volgende|vorige|"
-    r"terug naar)\b\s*:?|(?:另见|参见|関連|参照|次へ|上一篇|下一篇)",
+    r"(?:see also|back to|siehe auch|zurück zu|voir aussi|retour (?:à|au)|véase también|"
+    r"ver también|volver a|vedi anche|torna a|veja também|ver também|voltar (?:para|a)|zie ook|"
+    r"terug naar)\b|(?:see|next|previous|siehe|weiter|zurück|voir|suivant|précédent|véase|"
+    r"siguiente|anterior|vedi|successivo|precedente|veja|próximo|zie|volgende|vorige)\s*:"
+    r"|(?:另见|参见|関連|参照|次へ|上一篇|下一篇)",
     re.IGNORECASE,
 )
 """Where a line that points to other notes opens: "See also …", "Weiter: …", "Terug naar …"."""

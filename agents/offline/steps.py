@@ -18,24 +18,28 @@ from __future__ import annotations
 
 import re
 
+import stopwordsiso
+
 from aclarai.agents.offline.features import word_set
 from aclarai.agents.offline.language import function_words
 from aclarai.agents.offline.words import WORD_PATTERN, word_count
 
 _CLAUSE = re.compile(r"(?:^|[,;，、；]\s*)")
 
-_OPENERS = word_set(
-    """
-    to if when once after before in on from for under then next now finally first over during
-    within while
-    um wenn falls sobald nachdem bevor im am auf unter dann danach
-    pour si s'il s'ils quand lorsque dès après avant dans en sous puis ensuite au pendant
-    para si cuando una después antes en bajo luego al durante
-    per se quando una dopo prima nel nella sotto poi durante
-    para se quando depois antes em no na sob ao durante
-    om als wanneer zodra na voordat in op onder dan daarna tijdens
-    """
-)
+_OPENERS = {
+    "en": word_set(
+        "to if when once after before in on from for under then next now finally first over "
+        "during within while"
+    ),
+    "de": word_set("um wenn falls sobald nachdem bevor im am auf unter dann danach"),
+    "fr": word_set(
+        "pour si s'il s'ils quand lorsque dès après avant dans en sous puis ensuite au pendant"
+    ),
+    "es": word_set("para si cuando una después antes en bajo luego al durante"),
+    "it": word_set("per se quando una dopo prima nel nella sotto poi durante"),
+    "pt": word_set("para se quando depois antes em no na sob ao durante"),
+    "nl": word_set("om als wanneer zodra na voordat in op onder dan daarna tijdens"),
+}
 """Words that open a phrase before the main clause: "To open it, click Settings", "In the
 menu, choose Export". A comma after any other opening ends a list item or a clause of a
 statement ("The code depends on httpx, click and jinja2")."""
@@ -73,7 +77,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
     "fr": word_set(
         """
         clique ouvre sélectionne choisis appuie active désactive tape va saisis glisse installe
-        ajoute crée supprime utilise enregistre cherche copie colle faites
+        ajoute crée supprime utilise enregistre cherche copie colle faites faire laisser
         """
     ),
     "es": word_set(
@@ -134,7 +138,7 @@ _OBJECT_WORDS: dict[str, frozenset[str]] = {
         "o a os as um uma uns umas ao aos à às do da dos das no na nos nas seu sua seus suas "
         "este esta estes estas esse essa esses essas todo toda todos todas cada"
     ),
-    "nl": word_set("de het een je jouw uw zijn haar hun dit deze alle elk elke ze hem"),
+    "nl": word_set("de het een je jouw uw haar hun dit deze alle elk elke ze hem"),
 }
 """What follows a verb and never a sentence's opening noun: articles, possessives,
 demonstratives and object pronouns. "Leave it covered", "Verser les lentilles"."""
@@ -164,7 +168,7 @@ _AFTER_INFINITIVE = word_set(
 
 _DUTCH_STEP_FOLLOWERS = word_set(
     """
-    met in op naar voor vóór aan van uit bij over tot om door tegen eerst nooit niet pas toch
+    met in op naar voor vóór aan uit bij over tot om door tegen eerst nooit niet pas toch
     eind altijd alleen ook er twee drie waar dat hoofdstuk
     """
 )
@@ -206,14 +210,18 @@ _NOT_STEP_VERBS = word_set(
     once again meanwhile afterwards eventually recently currently also only even just
     puoi devi vuoi può deve sai puedes debes quieres puede debe sabes podes pode deves queres
     incluye ofrece permite admite contiene requiere necesita soporta existe funciona depende
-    cuesta dura ocupa pesa mide include offre permette supporta contiene richiede funziona
-    dipende costa dura pesa misura inclui oferece permite suporta contém requer funciona
-    depende custa dura pesa mede
+    cuesta dura ocupa pesa mide tarda demora include offre permette supporta contiene richiede
+    funziona dipende costa dura pesa misura inclui oferece permite suporta contém requer
+    funciona depende custa dura pesa mede
+    enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+    gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre
+    janeiro fevereiro março maio junho julho setembro outubro novembro dezembro
     """
 )
 """Words that open a sentence before an article and are no step: an adverb of time ("Today
-it is …"), a modal ("Puoi installare …": you can), and the verbs with which a description
-leaves its subject out ("Incluye una variante oscura": it includes)."""
+it is …"), a modal ("Puoi installare …": you can), the verbs with which a description
+leaves its subject out ("Incluye una variante oscura": it includes), and the months ("Aprile
+copre le settimane …" is no "apri" with "le" joined on)."""
 
 _SPANISH_INDICATIVE = word_set("puedes debes tienes sabes quieres eres estás vas haces")
 
@@ -225,7 +233,7 @@ _JOINED_OBJECT = {
     "es": re.compile(
         r"[áéíóú]\w*?(?:la|lo|las|los|le|les|te|se|me|nos)$|\w{3}(?:ar|er|ir)(?:la|lo|las|los|le|les|se)$"
     ),
-    "pt": re.compile(r"\w{3}-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se)$"),
+    "pt": re.compile(r"\w{2}[ae]-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se)$"),
     "it": re.compile(
         r"\w{3}(?:ate|ete|ite)(?:la|lo|li|le|ne|ci|vi)$|\w{3}(?:ar|er|ir)(?:la|lo|li|le|ne|si)$"
         r"|^\w{5,}[ai](?:la|lo)$"
@@ -244,6 +252,34 @@ _CONJUNCTIONS = word_set("and or et ou y e o ed oder und en of")
 _NEGATIONS = {"en": ("never",), "fr": ("ne",), "es": ("no",), "it": ("non",), "pt": ("não",)}
 
 _ENGLISH_NOT_BASE = ("ed", "ing", "ly")
+_ENGLISH_NOT_VERBS = frozenset(stopwordsiso.stopwords("en")) - word_set(
+    """
+    ask call fill find get give go keep let look make move open place put run see show stop take
+    tell try turn use need help check add end close cut mark set start test
+    """
+)
+"""Words that open no step: "Until the bridge opened …", "No real engine …"."""
+_ROMANCE = frozenset({"fr", "es", "it", "pt"})
+_COMMA_OR_AND = re.compile(r",\s+|\s+(?:y|e|et|ed)\s+")
+"""Where the next of several steps in a row may begin: "…, abre Pedidos y elige el pedido"."""
+_ROMANCE_ADVERB = re.compile(r"^\w{4,}(?:[alrz]mente|ement|amment|emment)$")
+"""An adverb: "normalmente", "sinceramente", "doucement" (but "experimente" is a verb)."""
+_ROMANCE_SUBORDINATE = re.compile(
+    r",|;|:|\b(?:que|qui|si|se|quand|lorsque|jusqu|pour|cuando|hasta|para|porque|como|donde|"
+    r"che|quando|finché|perché|dove|come|até|onde|em vez)\b",
+    re.IGNORECASE,
+)
+_DUTCH_CONJUNCTIONS = word_set(
+    "waardoor waarbij waarin waarop waarmee doordat hoewel indien zodat omdat terwijl nadat"
+)
+_DUTCH_PARTICIPLE = re.compile(r"\w*ge\w{3,}(?:d|t|en)$")
+_PROCLITICS = {
+    "es": word_set("lo le les me te se nos"),
+    "it": word_set("ne ci si mi ti vi"),
+    "pt": word_set("lhe lhes me te se nos"),
+    "fr": word_set("se me te nous vous"),
+}
+"""Object pronouns that come before a conjugated verb: an imperative takes them after it."""
 
 _ADJACENT = re.compile(r"\s*\S*?([^\W\d_][\w'’.-]*)[ \t]+(\S+)")
 """The first two words with nothing but a space between: "Zeiten, die …" is a noun and its
@@ -265,7 +301,7 @@ _GERMANIC_SUBORDINATORS = word_set(
 """What opens a subordinate clause: the main clause is before or after it."""
 
 _CLAUSE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
-    "der die das welche welcher welches und aber doch denn sondern oder dann"
+    "der die das welche welcher welches und aber doch denn sondern oder dann ohne um statt anstatt"
 )
 """What opens the clause after a main one: a subordinate, a relative or a coordinate clause."""
 
@@ -277,6 +313,12 @@ _CODE_SPAN = re.compile(r"`[^`]*`")
 """A comma between clauses or list items; "2,4 m" is a number."""
 
 _GERMANIC_COORDINATORS = word_set("und aber doch denn sondern oder")
+_RELATIVES = word_set("der die das")
+_GERMAN_PARTICIPLE = re.compile(
+    r"(?:ab|an|auf|aus|bei|ein|mit|nach|vor|weg|zu|zurück|durch|um|los|fest|hin|her|dar|über|"
+    r"unter|wieder)?ge[a-zäöüß]{3,}en$"
+)
+_GE_INFINITIVES = word_set("gehen geben genießen gewinnen gestalten gebrauchen gelten geraten")
 
 _REFLEXIVES = word_set("sich zich")
 
@@ -312,10 +354,12 @@ _VERB_MARKERS: dict[str, frozenset[str]] = {
         "wollte willst mag mögen möchte möchten lässt ließ gibt gab bleibt blieb liegt lag steht "
         "stand geht ging kommt kam"
     ),
-    "fr": word_set("est sont était a ont avait sera peut peuvent doit"),
-    "es": word_set("es son era está están tiene tienen puede pueden ha han será hay"),
-    "it": word_set("è sono era ha hanno può possono sarà deve"),
-    "pt": word_set("é são era está estão tem têm pode podem há será deve"),
+    "fr": word_set("est sont était a ont avait sera peut peuvent doit fait font prend va reste"),
+    "es": word_set(
+        "es son era está están tiene tienen puede pueden ha han será hay hace lleva va queda"
+    ),
+    "it": word_set("è sono era ha hanno può possono sarà deve fa va resta"),
+    "pt": word_set("é são era está estão tem têm pode podem há será deve faz leva vai fica"),
     "nl": word_set(
         "is zijn was waren ben bent heeft hebben had hadden heb hebt kan kun kunt kunnen kon "
         "konden wordt worden werd werden zal zul zult zullen zou zouden moet moeten mag mogen wil "
@@ -328,32 +372,71 @@ ANY_VERB_MARKER = frozenset().union(*_VERB_MARKERS.values())
 
 
 def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
-    verbs = _IMPERATIVES.get(lang)
-    formal = _FORMAL_PRONOUNS.get(lang)
+    """Whether ``sentence`` (its label taken off) tells the reader what to do.
+
+    Args:
+        sentence: One sentence as a reader sees it.
+        lang: Its language.
+        numbered: Whether it is an item of a numbered list, where a verb needs no object.
+    """
     if lang == "de" and _ends_in_infinitive(sentence):
         return True
-    for n, clause in enumerate(_clauses(sentence, lang)):
-        words = [w.lower() for w in WORD_PATTERN.findall(clause)[:4]]
-        if n and lang in ("de", "nl") and words and words[0].endswith("t"):
-            continue  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
-        negated = bool(words) and _skipped(words[0], lang) and words[0] not in _LEADING_ADVERBS
-        while words and _skipped(words[0], lang):
-            words.pop(0)
-        if not words:
-            continue
-        first, second = words[0], (words[1] if len(words) > 1 else "")
-        bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
-        if verbs is not None and (first in verbs or bare in verbs):
-            return True
-        if formal is not None and second == formal and first.endswith(("en", "t")):
-            return True
-        if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
-            return True
-        if negated and _negative_step(first, lang):
-            return True  # "No rellenes las esquinas", "Não tire mais de 20 %": the subjunctive
-        if _verb_with_object(clause, lang, numbered=numbered):
-            return True
-    return False
+    if lang == "nl" and _then_clause(sentence, lang):
+        return False  # "Staat je vraag er niet bij, dan reageert …": a condition
+    if lang in _ROMANCE and _steps_in_a_row(sentence, lang):
+        return True  # "Inicia sesión en loamgarden.com, abre Pedidos y elige el pedido"
+    return any(
+        _clause_is_step(clause, sentence, lang, numbered=numbered, after_opening=n > 0)
+        for n, clause in enumerate(_clauses(sentence, lang))
+    )
+
+
+def _steps_in_a_row(sentence: str, lang: str) -> bool:
+    """Steps in a row: a sentence that opens with what may be an imperative, and a later part
+    (after a comma or an "and") that opens with a help page's verb. "El job se ejecuta … y
+    guarda 14 snapshots" opens with no verb: its "guarda" states."""
+    first = _first_word(sentence)
+    endings = _IMPERATIVE_ENDINGS.get(lang, ("ez",))
+    if (
+        not first.isalpha()
+        or first in function_words(lang)
+        or first in _NOT_STEP_VERBS
+        or not (first.endswith(endings) or _is_infinitive(first, lang))
+    ):
+        return False
+    verbs = _IMPERATIVES.get(lang, frozenset())
+    return any(_first_word(part) in verbs for part in _COMMA_OR_AND.split(sentence)[1:])
+
+
+def _clause_is_step(
+    clause: str, sentence: str, lang: str, *, numbered: bool, after_opening: bool
+) -> bool:
+    words = [w.lower() for w in WORD_PATTERN.findall(clause)[:4]]
+    if after_opening and lang in ("de", "nl") and words and words[0].endswith("t"):
+        return False  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
+    negated = bool(words) and _skipped(words[0], lang) and words[0] not in _LEADING_ADVERBS
+    while words and _skipped(words[0], lang):
+        words.pop(0)
+    if not words or words[0] in _NOT_STEP_VERBS:
+        return False
+    first, second = words[0], (words[1] if len(words) > 1 else "")
+    bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
+    if first in _IMPERATIVES.get(lang, ()) or bare in _IMPERATIVES.get(lang, ()):
+        return True
+    formal = _FORMAL_PRONOUNS.get(lang)
+    if (
+        formal is not None
+        and second == formal
+        and first.endswith(("en", "t"))
+        and first not in ANY_VERB_MARKER
+        and not _then_clause(sentence, lang)
+    ):
+        return True  # "Klicken Sie auf …", "Klikt u op …"
+    if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
+        return True
+    if negated and _negative_step(first, lang):
+        return True  # "No rellenes las esquinas", "Não tire mais de 20 %": the subjunctive
+    return _verb_with_object(clause, lang, numbered=numbered)
 
 
 def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool:
@@ -370,14 +453,26 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
     if objects is None or match is None:
         return False
     first, second = match.group(1).lower(), match.group(2).lower().rstrip(",.;:!?")
-    if first in _NOT_STEP_VERBS or first in _OPENERS:
+    if first in _NOT_STEP_VERBS or first in _OPENERS.get(lang, ()) or not _may_be_verb(first, lang):
         return False
+    markers = _VERB_MARKERS.get(lang, frozenset())
+    if second in _PROCLITICS.get(lang, ()) or (
+        second.startswith(_ELIDED) and second.split("'")[-1].split("’")[-1] in markers
+    ):
+        return False  # "Lena lo montó …", "Lena l'ha costruito …": an object before its verb
     reflexive = lang == "fr" and first.startswith(("s'", "s’"))
     verb = first[2:] if reflexive else first
-    infinitive = _is_infinitive(verb, lang)
+    infinitive = _is_infinitive(verb, lang) and not (
+        lang == "fr"
+        and verb.endswith("ier")
+        and second not in objects
+        and second not in ("si", "que")
+    )
+    if infinitive and _infinitive_is_subject(clause, lang):
+        return False  # "Purger un radiateur fait baisser …", "Pasar el rodillo no alarga …"
     if reflexive or (lang == "fr" and first == "se"):
         return infinitive or _is_infinitive(second, lang)  # "S'assurer que …", "Se connecter"
-    if infinitive and (negated or _loose_infinitive(verb, second, lang)):
+    if infinitive and (negated or _loose_infinitive(verb, match.group(2), lang)):
         return True  # "Leer la Vida de …", "Trasplantar fuera solo …", "Non dimenticare di …"
     if _JOINED_OBJECT.get(lang, _NEVER).search(first) and not _NOT_JOINED.search(first):
         return True  # "Presiónala dentro de las juntas", "Mantenerlo húmedo", "Eliminala entro …"
@@ -401,7 +496,12 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
         if second in subjects or (lang == "de" and first.endswith(("t", "en", "st"))):
             return False  # "Bleibt ein Heizkörper …", "Loopt hij vast, …": a conditional
         head = _DUTCH_SUBORDINATE.split(clause, maxsplit=1)[0]
-        if lang == "nl" and second in _DUTCH_STEP_FOLLOWERS and not has_verb_marker(head, lang):
+        if (
+            lang == "nl"
+            and second in _DUTCH_STEP_FOLLOWERS
+            and not has_verb_marker(head, lang)
+            and (not first.endswith("s") or first in _IMPERATIVES["nl"])
+        ):
             return True  # "Snoei eerst al het dode hout weg", "Tank bij zodra de tank half leeg is"
     elif (
         lang in _IMPERATIVE_ENDINGS
@@ -423,7 +523,11 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
 def _negative_step(verb: str, lang: str) -> bool:
     """A negative step takes the subjunctive: "No rellenes …" (es), "Não tire …" (pt)."""
     if lang == "es":
-        return verb.endswith(("es", "as")) and verb not in _SPANISH_INDICATIVE
+        return (
+            verb.endswith(("es", "as"))
+            and verb not in _SPANISH_INDICATIVE
+            and verb not in ANY_VERB_MARKER
+        )
     if lang == "pt":
         return (
             verb.endswith(("e", "a"))
@@ -435,17 +539,51 @@ def _negative_step(verb: str, lang: str) -> bool:
 
 
 def _loose_infinitive(verb: str, second: str, lang: str) -> bool:
-    """Whether an infinitive opens a step whatever follows it: not a name or a number that
-    ends like one ("Murre et Dros", "Quatre participants", "Gigerenzer 1996"), so it is
-    followed by a word in lower case that is no conjunction and no verb."""
+    """Whether an infinitive opens a step with no object after it ("Trasplantar fuera solo …"):
+    a name or a number ends like one ("Murre et Dros", "Quatre participants", "Gigerenzer
+    1996"), so a word in lower case must follow, and no conjunction or verb of being."""
     return (
         len(verb) > 4
         and not (lang == "fr" and verb.endswith("re"))
         and second.isalpha()
         and second.islower()
         and second not in _CONJUNCTIONS
-        and second not in ANY_VERB_MARKER
-    )
+        and second not in _VERB_MARKERS.get(lang, ())
+    )  # ``second`` as written: "Edsger Dijkstra" is a name
+
+
+def _infinitive_is_subject(clause: str, lang: str) -> bool:
+    """An infinitive that a verb of its own clause follows, before any comma or subordinate
+    clause, is its subject: "Peindre le pont est devenu …", "Restaurar la configuración no
+    elimina …" (but "Comprobar que la batería está cargada" is a step)."""
+    head = _ROMANCE_SUBORDINATE.split(clause, maxsplit=1)[0]
+    rest = [w.lower() for w in WORD_PATTERN.findall(head)[1:]]
+    markers = _VERB_MARKERS.get(lang, frozenset())
+    negations = _NEGATIONS.get(lang, ())
+    return any(w in markers or w in negations for w in rest)
+
+
+def _then_clause(sentence: str, lang: str) -> bool:
+    """A condition put first, its verb first, and its consequence after a comma: "Nehmen Sie
+    grüne Linsen, braucht die Suppe 40 Minuten", "Knippert het lampje, dan valt …"."""
+    _, comma, rest = sentence.partition(", ")
+    following = WORD_PATTERN.findall(rest)[:1]
+    if not comma or not following:
+        return False
+    word = following[0]
+    return word.lower() == "dan" if lang == "nl" else _looks_finite(word)
+
+
+def _may_be_verb(word: str, lang: str) -> bool:
+    """Not a word no verb is: English's function words (save the verbs among them), a Romance
+    adverb ("normalmente"), a Dutch conjunction ("waardoor") or participle ("bijeengehouden")."""
+    if lang == "en":
+        return word not in _ENGLISH_NOT_VERBS
+    if lang in _ROMANCE:
+        return _ROMANCE_ADVERB.search(word) is None
+    if lang == "nl":
+        return word not in _DUTCH_CONJUNCTIONS and _DUTCH_PARTICIPLE.match(word) is None
+    return True
 
 
 def _is_infinitive(word: str, lang: str) -> bool:
@@ -492,9 +630,21 @@ def _ends_in_infinitive(sentence: str) -> bool:
         following not in _CLAUSE_OPENERS and has_verb_marker(rest, "de")
     ):
         return False  # "Diese Fugen arbeiten, und …", "Viele meinten, beide würden …"
+    if following in _RELATIVES and _verb_second(rest):
+        return False  # "…, das Symbol W ist aber überall dasselbe": a new main clause
+    if _GERMAN_PARTICIPLE.match(words[-1]) and words[-1].lower() not in _GE_INFINITIVES:
+        return False  # "16 km gelaufen", "Intervalle ausgelassen": a log, not a step
     if len(words) == 1:
         return following in _GERMANIC_SUBORDINATORS  # "Prüfen, ob …", "Warten, bis …"
+    if following in ("dass", "ob"):
+        return False  # "Die Autoren vermuten, dass …": who says what
     return len(words) >= 3 or words[0].lower() in _STEP_ADVERBS_DE
+
+
+def _verb_second(clause: str) -> bool:
+    """A marker verb in second place or later but not last: a main clause, not a relative."""
+    words = [w.lower() for w in WORD_PATTERN.findall(_COMMA.split(clause)[0])]
+    return any(w in _VERB_MARKERS["de"] for w in words[1:-1])
 
 
 def _first_word(text: str) -> str:
@@ -519,15 +669,26 @@ def _clauses(sentence: str, lang: str) -> list[str]:
     """The sentence, and what follows each comma when an opening phrase comes first: "To open
     it, click Settings", "Mesmo assim, comece a renovação" hold a step. An opening phrase is one
     that starts with an opening word, or, outside German and Dutch, a short one ended by a comma
-    (there the verb that follows it comes first in a statement too: "Während die Luft
-    entweicht, hören Sie ein Zischen")."""
+    in a Romance language, a short one ended by a comma that opens with a function word
+    ("Mesmo assim,", "Per prima cosa,"; not "Disraeli, alors chancelier, …"). In German and
+    Dutch the verb comes first after such a phrase in a statement too: "Während die Luft
+    entweicht, hören Sie ein Zischen"."""
     first = WORD_PATTERN.match(sentence.lstrip())
     comma = sentence.find(",")
-    if first is not None and first.group().lower() in _OPENERS:
+    if first is not None and first.group().lower() in _OPENERS.get(lang, ()):
         starts = [m.end() for m in _CLAUSE.finditer(sentence)]
         return [sentence[s:] for s in starts if s < len(sentence)]
-    if lang not in ("de", "nl") and comma > 0 and word_count(sentence[:comma]) <= _OPENING_WORDS:
-        return [sentence, sentence[comma + 1 :].lstrip()]
+    if (
+        lang in _ROMANCE
+        and comma > 0
+        and word_count(sentence[:comma]) <= _OPENING_WORDS
+        and first is not None
+        and (
+            first.group().lower() in function_words(lang)
+            or first.group().lower().startswith(_ELIDED)
+        )
+    ):
+        return [sentence, sentence[comma + 1 :].lstrip()]  # "Nesse caso, volte um dia"
     return [sentence]
 
 
