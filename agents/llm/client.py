@@ -177,6 +177,19 @@ def retry_after_s(response: httpx.Response | None) -> float | None:
         return None
 
 
+class OutOfBudget(EvaluatorUnavailable):
+    """A call given less time than the client's own timed out: the caller's budget ran out
+    (a judge's ``judge_timeout_s``), which says nothing of whether the endpoint answers."""
+
+
+def _out_of_budget(exc: BaseException, timeout: float, call_timeout: float) -> bool:
+    import openai  # only a process that met a model error pays for the import
+
+    return timeout < call_timeout and isinstance(
+        exc, openai.APITimeoutError | httpx.TimeoutException
+    )
+
+
 def translate_error(exc: BaseException) -> EvaluationError:
     """The aclarai error for a foreign exception from the HTTP/openai/llama-index stack.
 
@@ -564,6 +577,8 @@ class LLMClient:
             result = retrying(self._attempt, call, timeout)
         except CallCancelled:
             raise
+        except OutOfBudget:
+            raise  # the caller's own short budget (a judge's) ran out: no sign the endpoint is down
         except EvaluatorUnavailable as exc:
             self.health.failed(exc)
             raise
@@ -587,6 +602,12 @@ class LLMClient:
             except Exception as exc:
                 # The edge of the foreign stack: whatever it raises, callers see our errors.
                 error = translate_error(exc)
+                if isinstance(error, EvaluatorUnavailable) and _out_of_budget(
+                    exc, timeout, self.call_timeout_s
+                ):
+                    raise OutOfBudget(
+                        f"model endpoint timed out after the caller's {timeout:g} s"
+                    ) from exc
                 if _overloaded(exc):
                     self.concurrency.overloaded()
                 elif not isinstance(error, EvaluatorUnavailable):

@@ -190,6 +190,19 @@ def test_per_call_timeout_overrides_the_default(
 
     assert time.monotonic() - started < 2.0
     assert isinstance(caught.value.__cause__, openai.APITimeoutError)
+    assert not client.health.down, "a caller's short budget ran out, not the endpoint"
+
+
+def test_a_timeout_within_the_clients_own_time_marks_the_endpoint_down(
+    llm_server: ScriptedLLMServer, make_client: Callable[..., LLMClient]
+) -> None:
+    client = make_client(timeout_s=0.3, max_attempts=1)
+    llm_server.queue(slow(3.0, '{"score": 0.1}'))
+
+    with pytest.raises(EvaluatorUnavailable, match="timed out"):
+        client.complete_json("m", MESSAGES, JudgeOut)
+
+    assert client.health.down
 
 
 LONG = {"score": 0.75, "reason": "the answer restates the source's dates and names, nothing more"}
