@@ -182,27 +182,21 @@ class OutOfBudget(EvaluatorUnavailable):
     (a judge's ``judge_timeout_s``), which says nothing of whether the endpoint answers."""
 
 
-def _out_of_budget(exc: BaseException, timeout: float, call_timeout: float) -> bool:
-    import openai  # only a process that met a model error pays for the import
-
-    return timeout < call_timeout and isinstance(
-        exc, openai.APITimeoutError | httpx.TimeoutException
-    )
-
-
-def translate_error(exc: BaseException) -> EvaluationError:
+def translate_error(exc: BaseException, *, short_budget: bool = False) -> EvaluationError:
     """The aclarai error for a foreign exception from the HTTP/openai/llama-index stack.
 
     Timeouts, connection failures, 408/409/429 and 5xx become :class:`EvaluatorUnavailable`
     (with ``retry_after`` when the server gave one); any other status, or a malformed reply,
-    becomes :class:`EvaluationError`. The caller raises it ``from exc``.
+    becomes :class:`EvaluationError`. The caller raises it ``from exc``. A timeout of a call
+    given less time than the client's own (``short_budget``) is :class:`OutOfBudget`.
     """
     if isinstance(exc, EvaluationError):
         return exc
     import openai  # only a process that met a model error pays for the import
 
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
-        return EvaluatorUnavailable(f"model endpoint timed out: {exc}")
+        kind = OutOfBudget if short_budget else EvaluatorUnavailable
+        return kind(f"model endpoint timed out: {exc}")
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
         return EvaluatorUnavailable(f"cannot reach the model endpoint: {exc}")
     if isinstance(exc, openai.APIStatusError):
@@ -577,10 +571,9 @@ class LLMClient:
             result = retrying(self._attempt, call, timeout)
         except CallCancelled:
             raise
-        except OutOfBudget:
-            raise  # the caller's own short budget (a judge's) ran out: no sign the endpoint is down
         except EvaluatorUnavailable as exc:
-            self.health.failed(exc)
+            if not isinstance(exc, OutOfBudget):  # a judge's short budget: the endpoint may be up
+                self.health.failed(exc)
             raise
         self.health.answered()
         return result
@@ -601,13 +594,7 @@ class LLMClient:
                 raise
             except Exception as exc:
                 # The edge of the foreign stack: whatever it raises, callers see our errors.
-                error = translate_error(exc)
-                if isinstance(error, EvaluatorUnavailable) and _out_of_budget(
-                    exc, timeout, self.call_timeout_s
-                ):
-                    raise OutOfBudget(
-                        f"model endpoint timed out after the caller's {timeout:g} s"
-                    ) from exc
+                error = translate_error(exc, short_budget=timeout < self.call_timeout_s)
                 if _overloaded(exc):
                     self.concurrency.overloaded()
                 elif not isinstance(error, EvaluatorUnavailable):
