@@ -66,7 +66,7 @@ def language_of(text: str, context: Sequence[str] = ()) -> str:
     # Code and addresses are in no one's language: "Sigue el workflow `deploy-prod`" is Spanish.
     text = _NOT_WORDS.sub(" ", text)
     if context and len(_LETTER.findall(text, 0, 4 * _SHORT)) < _SHORT:
-        return _language(_NOT_WORDS.sub(" ", "\n".join((text, *context)))[:_READ])
+        return _language("\n".join((text, *(_NOT_WORDS.sub(" ", c) for c in context)))[:_READ])
     return _language(text[:_READ])
 
 

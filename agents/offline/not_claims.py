@@ -58,7 +58,7 @@ _UNSPACED_GREETING = re.compile(
 _EXCLAMATION = re.compile(
     r"^[¡!]?\s*(?:what an?|how|wow|thanks|thank you|hello|hi|good morning|was für|wie|danke|"
     r"hallo|guten morgen|quel|quelle|quels|quelles|que|comme|merci|bonjour|salut|qué|cuánto|"
-    r"cuánta|gracias|hola|buenos días|che|quanto|quanta|grazie|ciao|buongiorno|quanto|como|"
+    r"cuánta|gracias|hola|buenos días|che|quanto|quanta|grazie|ciao|buongiorno|como|"
     r"obrigad[oa]|olá|bom dia|wat|hoe|bedankt|dank je|goedemorgen|"
     r"[^\W\d_]+,?\s+(?:tous|todos|tutti|allemaal|alle|everyone|all|le monde|a todos|a tutti))\b",
     re.I,
