@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN    := .run
 
-.PHONY: run test fuzz lint install bench bench-distributed clean llm-smoke llm-bench
+.PHONY: run test test-fast fuzz lint install bench bench-distributed clean llm-smoke llm-bench
 
 # pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
@@ -30,9 +30,14 @@ run: $(STAMP)
 	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai claims $(RUN)/vault"
 	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai status $(RUN)/vault"
 
-## test: the whole test suite
+## test: the whole test suite (what CI runs)
 test: $(STAMP)
 	@$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## test-fast: every test not marked slow (no real servers, crash kills, benchmarks, wheel build or
+## long fuzz): a few minutes, for the loop of editing and testing
+test-fast: $(STAMP)
+	@$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 ## fuzz: the fuzz suites (vaults, evaluate input, the HTTP API) with 20 times the examples,
 ## the crash matrix with twelve kill instants per command, and the edits that the graph must

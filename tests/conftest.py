@@ -23,6 +23,16 @@ settings.register_profile(
 )
 settings.load_profile("fuzz" if os.environ.get("ACLARAI_TEST_FUZZ") else "test")
 
+SERVER_FIXTURES = frozenset({"redis_server", "bolt_server"})
+"""Session servers started as real processes: a test that needs one is out of the fast lane."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a real server, so no test has to remember to."""
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,6 +45,8 @@ SAMPLE = ROOT / "tests" / "data" / "benchmark_sample"
 SAMPLE_SETS = (*sorted(p.stem for p in (SAMPLE / "true").glob("*.csv")), "wice", "halueval")
 HALUEVAL_ROWS = len((SAMPLE / "halueval_qa_dev.jsonl").read_text(encoding="utf-8").splitlines())
 RUN_TIMEOUT_S = 100
+
+pytestmark = pytest.mark.slow
 N = r"-?\d[\d,]*(?:\.\d+)?"
 """A figure as the benchmarks print it: ``0.034``, ``12,345``, ``-0.120``."""
 RATE = rf"{N}/s \({N} µs each\)"

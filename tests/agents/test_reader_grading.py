@@ -7,8 +7,6 @@ Japanese or Chinese text is split, extracted and scored as sentences of its own.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from tests.agents.scripted_llm import (
     grades_responder,
     json_reply,
 )
+from tests.helpers.cli import run_cli
 
 SCORES = ("entailed_score", "coverage_score", "decontextualization_score")
 TOLERANCE = 0.05
@@ -370,14 +369,8 @@ def test_evaluate_cli_scores_the_ribbon_pair_as_without_brackets(tmp_path: Path)
         {"id": "plain", "source": "The app has no Ribbon.", "claim": "The app has no Ribbon."},
     ]
     env = {"ACLARAI_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "PATH": "/usr/bin"}
-    out = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", "evaluate", "-"],
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    out = run_cli("evaluate", "-", env=env, stdin=stdin)
     assert out.returncode == 0, out.stderr
     marked, plain = (json.loads(line) for line in out.stdout.splitlines())
     assert marked["status"] == plain["status"] == "ok"

@@ -117,20 +117,6 @@ def daemon_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def cli(*args: str, env: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> str:
-    """Run ``aclarai ARGS`` as a subprocess; return stdout, fail on a non-zero exit."""
-    done = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", *args],
-        env=dict(env or daemon_env()),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    assert done.returncode == 0, f"aclarai {' '.join(args)} exited {done.returncode}: {done.stderr}"
-    return done.stdout
-
-
 class DaemonProcess:
     """``python -m aclarai.daemon.cli watch VAULT`` with its log lines collected as they come."""
 

@@ -21,8 +21,8 @@ from aclarai.daemon.intake.adopt import adopt_files
 from aclarai.daemon.intake.unadopt import unadopt_files
 from aclarai.daemon.loop.resync import resync
 from aclarai.parsers import CommentKind, parse_note, scan_line
-from tests.daemon.conftest import cli
 from tests.daemon.test_adopt_vault import KEPANO, snapshot
+from tests.helpers.cli import cli
 from tests.parsers.test_marks import ordinary_notes
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from aclarai.daemon.cli import main
 from aclarai.parsers import parse_note, scan_note
-from tests.daemon.conftest import DaemonProcess, cli, daemon_env, open_store, wait_until
+from tests.daemon.conftest import DaemonProcess, daemon_env, open_store, wait_until
+from tests.helpers.cli import cli
 
 KEPANO = Path(__file__).parents[1] / "data" / "vaults" / "kepano-obsidian"
 PROSE = "The release slipped by two days because the load test failed on Friday.\n"

@@ -382,6 +382,7 @@ FUZZED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(FUZZ_TIMEOUT_S)
 @pytest.mark.parametrize(("method", "path", "mode"), FUZZED)
 def test_fuzz_the_api_against_its_own_schema(
@@ -419,6 +420,7 @@ def guarded_api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         core.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(FUZZ_TIMEOUT_S)
 @pytest.mark.parametrize("path", ["/api/v1/evaluate", "/api/v1/nli", "/api/v1/verify"])
 def test_fuzz_the_guarded_api_with_its_token(guarded_api_url: str, path: str) -> None:
@@ -464,6 +466,7 @@ NASTY_BODIES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(FUZZ_TIMEOUT_S)
 @given(
     path=st.sampled_from(["/api/v1/evaluate", "/api/v1/nli", "/api/v1/verify"]),

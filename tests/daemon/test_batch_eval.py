@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_evaluator
 from aclarai.daemon.service.batch_eval import run_batch
+from tests.helpers.cli import run_cli
 
 
 def test_evaluate_streams_jsonl_in_order_with_error_records(tmp_path: Path) -> None:
@@ -37,14 +36,7 @@ def test_evaluate_streams_jsonl_in_order_with_error_records(tmp_path: Path) -> N
         ),
     ]
     env = {"ACLARAI_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "PATH": "/usr/bin"}
-    out = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", "evaluate", "-"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    out = run_cli("evaluate", "-", env=env, stdin="\n".join(lines) + "\n")
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in out.stdout.splitlines()]
     assert [r["id"] for r in records] == ["a", None, "c", 4]

@@ -69,7 +69,7 @@ CHILDREN_GONE_S = 2.0
 RUN_TIMEOUT_S = 120.0
 DASHBOARD = "aclarai/Dashboard.md"
 
-pytestmark = pytest.mark.timeout(600 if FUZZ else 240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600 if FUZZ else 240)]
 
 
 def session_pids(sid: int) -> list[int]:

@@ -18,6 +18,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.daemon import run_daemon
 from aclarai.daemon.loop.resync import resync
@@ -33,6 +35,8 @@ from tests.daemon.conftest import (
     user_bytes,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 MIN_KILLS_DURING_WORK = 20
 MAX_TRIALS = 60

@@ -24,7 +24,6 @@ from tests.daemon.conftest import (
     GRACE_S,
     QUIET_S,
     DaemonProcess,
-    cli,
     daemon_env,
     note_text,
     open_store,
@@ -33,6 +32,7 @@ from tests.daemon.conftest import (
     user_bytes,
     wait_until,
 )
+from tests.helpers.cli import cli
 
 StartDaemon = Callable[..., DaemonProcess]
 MakeVault = Callable[..., Path]
@@ -183,6 +183,7 @@ with open(log_path, "w") as log:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_a_user_editing_beside_the_daemon_loses_nothing(
     make_vault: MakeVault, start_daemon: StartDaemon, tmp_path: Path
 ) -> None:

@@ -21,7 +21,7 @@ from tests.fixtures.mermaid import (
 
 ROOT = Path(__file__).resolve().parents[2]
 # The first test also pays for npm installing Mermaid into the virtual environment (once).
-pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S + 60)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S + 60)]
 
 
 @pytest.fixture(scope="module")

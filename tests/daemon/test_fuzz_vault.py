@@ -24,8 +24,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +38,7 @@ from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.resync import resync
 from aclarai.parsers import SCORE_NAMES, parse_note
 from tests.daemon.conftest import daemon_env
+from tests.helpers.cli import run_cli
 from tests.parsers.test_properties import without_aclarai_comments
 
 SENTENCES = (
@@ -261,6 +260,7 @@ def check_files(vault: Vault) -> None:
 # The tests
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(FUZZ_TIMEOUT_S)
 @given(vault_plans())
 def test_resync_of_a_nasty_vault_scores_every_good_note_and_changes_no_user_byte(
@@ -300,14 +300,7 @@ EVERY_PART = [
 
 def test_resync_command_on_a_vault_of_every_nasty_part_exits_0_or_1_one_line_per_problem() -> None:
     with fresh_vault(EVERY_PART) as (vault, state):
-        done = subprocess.run(
-            [sys.executable, "-m", "aclarai.daemon.cli", "resync", str(vault.root)],
-            env=daemon_env(ACLARAI_STATE_DIR=str(state)),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_cli("resync", str(vault.root), env=daemon_env(ACLARAI_STATE_DIR=str(state)))
         assert done.returncode in (0, 1), done.stderr
         lines = [line.split(": ", 1)[1] for line in done.stderr.splitlines()]
         assert len(lines) == len(done.stderr.splitlines())

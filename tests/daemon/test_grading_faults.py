@@ -45,6 +45,8 @@ from tests.daemon.test_resync_llm import CLAIMS, KEY_ENV, NOTES, responder
 from tests.fixtures.redis_server import RedisServer
 from tests.fixtures.tcp_proxy import tcp_proxy
 
+pytestmark = pytest.mark.slow
+
 WAIT_S = 60.0
 """Generous: subprocesses start slowly on a loaded two-core machine."""
 MODEL_DELAY_S = 0.5

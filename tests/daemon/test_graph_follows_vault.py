@@ -47,6 +47,8 @@ from aclarai.parsers import (
 )
 from tests.daemon.conftest import DaemonProcess, daemon_env, wait_until
 
+pytestmark = pytest.mark.slow
+
 FUZZ = bool(os.environ.get("ACLARAI_TEST_FUZZ"))
 SENTENCES = (
     "The Lisbon office opened in March 2024 with 40 staff.",
@@ -417,7 +419,6 @@ def test_the_graph_says_what_the_vault_says_after_resync() -> None:
     _run(ThroughResync, examples=12, steps=12)
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(1800 if FUZZ else 600)
 def test_the_graph_says_what_the_vault_says_under_the_daemon() -> None:
     _run(ThroughTheDaemon, examples=3, steps=8)

@@ -9,7 +9,8 @@ import pytest
 
 from aclarai.daemon.cli import main
 from aclarai.parsers import parse_note
-from tests.daemon.conftest import cli, daemon_env
+from tests.daemon.conftest import daemon_env
+from tests.helpers.cli import cli
 
 PROSE = (
     "# Retro\n\nThe release slipped by two days because the load test failed.\n\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 from aclarai.daemon.config import load_config
 from aclarai.daemon.intake.inbox import Inbox, InboxWatcher, drain_inbox, inbox_for
 from aclarai.parsers import parse_note
-from tests.daemon.conftest import QUIET_S, DaemonProcess, cli, daemon_env, wait_until
+from tests.daemon.conftest import QUIET_S, DaemonProcess, daemon_env, wait_until
 from tests.daemon.import_samples import (
     SPRINT,
     VENDOR,
@@ -20,6 +20,7 @@ from tests.daemon.import_samples import (
     slack_zip,
     write,
 )
+from tests.helpers.cli import cli
 
 MakeVault = Callable[..., Path]
 StartDaemon = Callable[..., DaemonProcess]

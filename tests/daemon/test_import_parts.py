@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 from aclarai.parsers import parse_note
-from tests.daemon.conftest import cli, daemon_env
+from tests.daemon.conftest import daemon_env
 from tests.daemon.import_samples import chatgpt_conversation, chatgpt_export, write
+from tests.helpers.cli import cli
 
 LIMIT_MB = 0.02
 LIMIT = int(LIMIT_MB * 1024 * 1024)

@@ -13,8 +13,9 @@ from aclarai.daemon.config import load_config
 from aclarai.daemon.factory import build_vault
 from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
 from aclarai.parsers import parse_note
-from tests.daemon.conftest import cli, daemon_env
+from tests.daemon.conftest import daemon_env
 from tests.daemon.import_samples import SPRINT, chatgpt_conversation, chatgpt_export
+from tests.helpers.cli import cli
 
 KEPANO = Path(__file__).resolve().parents[1] / "data" / "vaults" / "kepano-obsidian"
 SPRINT_EXPORT = chatgpt_export(chatgpt_conversation("c-sprint", "Sprint planning", SPRINT))

@@ -74,7 +74,7 @@ def fresh_database(bolt_server: BoltServer) -> Iterator[str]:
     bolt_server.drop_database(name)
 
 
-@pytest.fixture(params=["sqlite", "neo4j"])
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.slow)])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Config:
     """The embedded store, or a fresh database on the session's Bolt server."""
     env = {"ACLARAI_STATE_DIR": str(tmp_path / "state")}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.resync import format_summary, resync
-from tests.daemon.conftest import cli, daemon_env
+from tests.daemon.conftest import daemon_env
+from tests.helpers.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPANO = ROOT / "tests" / "data" / "vaults" / "kepano-obsidian"

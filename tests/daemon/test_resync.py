@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +17,7 @@ from aclarai.daemon.loop.resync import format_summary, resync
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.graph import block_key
 from aclarai.parsers import SCORE_NAMES, parse_note
+from tests.helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = "aclarai/Dashboard.md"
@@ -148,22 +147,10 @@ def test_cli_resync_prints_a_summary(vault: Path, tmp_path: Path) -> None:
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
     }
-    out = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", "resync", str(vault)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    out = run_cli("resync", str(vault), env=env)
     assert out.returncode == 0, out.stderr
     assert "notes rewritten" in out.stdout and "time" in out.stdout
-    missing = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", "resync", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    missing = run_cli("resync", str(tmp_path / "nope"), env=env)
     assert missing.returncode != 0
     assert "does not exist" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 

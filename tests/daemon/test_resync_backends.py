@@ -31,7 +31,7 @@ from aclarai.graph import GraphStore
 from tests.fixtures.bolt_server import BoltServer
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ["sqlite", "neo4j"]
+BACKENDS = ["sqlite", pytest.param("neo4j", marks=pytest.mark.slow)]
 
 Snapshot = dict[str, Any]
 

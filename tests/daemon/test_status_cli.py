@@ -16,12 +16,12 @@ from aclarai.parsers import parse_note
 from tests.daemon.conftest import (
     QUIET_S,
     DaemonProcess,
-    cli,
     daemon_env,
     note_text,
     state_dir,
     wait_until,
 )
+from tests.helpers.cli import cli
 
 StartDaemon = Callable[..., DaemonProcess]
 MakeVault = Callable[..., Path]

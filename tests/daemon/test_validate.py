@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from aclarai.daemon.service.answer_batch import run_event_batch
 from aclarai.daemon.service.core import ServiceCore, build_service_core
 from aclarai.daemon.service.validate import claim_label, validate
 from tests.daemon.service_helpers import evaluate_payload, make_config
+from tests.helpers.cli import run_cli as run_in_process
 
 PAIRS = Path(__file__).resolve().parents[1] / "data" / "labelled_pairs.csv"
 
@@ -157,13 +157,7 @@ def test_event_batch_keeps_input_order_and_survives_bad_lines(core: ServiceCore)
 
 def run_cli(tmp_path: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     env = {"ACLARAI_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
-    return subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", *args],
-        input=stdin,
-        capture_output=True,
-        env={**env, "PATH": "/usr/bin:/bin"},
-        timeout=120,
-    )
+    return run_in_process(*args, env={**env, "PATH": "/usr/bin:/bin"}, stdin=stdin, text=False)
 
 
 def test_validate_command_gates_on_the_threshold(tmp_path: Path) -> None:

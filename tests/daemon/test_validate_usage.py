@@ -4,8 +4,6 @@ counters in the report, checked against what a scripted OpenAI-compatible server
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from tests.agents.scripted_llm import (
 )
 from tests.daemon.service_helpers import make_config
 from tests.daemon.test_spec_requests import CAPITAL_OF_FRANCE
+from tests.helpers.cli import run_cli
 
 PAIRS = [
     {
@@ -95,13 +94,7 @@ def test_the_validate_command_prints_its_usage_as_json(
         "ACLARAI_MODEL__LLM__API_BASE": llm.base_url,
         "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", "validate", "--backend", "llm", "--json",
-         str(data)],
-        capture_output=True,
-        env=env,
-        timeout=120,
-    )  # fmt: skip
+    done = run_cli("validate", "--backend", "llm", "--json", str(data), env=env, text=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["claims"]["n"] == len(PAIRS)

@@ -1,6 +1,7 @@
 """The ``store`` fixture: every contract test runs once per storage backend.
 
-To add a backend, append its name to ``STORE_BACKENDS`` and a branch to :func:`make_store`
+To add a backend, append its name (``pytest.param(name, marks=pytest.mark.slow)`` for one on a
+server) to ``STORE_BACKENDS`` and a branch to :func:`make_store`
 (``request.getfixturevalue`` reaches session fixtures such as ``bolt_server``).
 """
 
@@ -15,7 +16,8 @@ import pytest
 from aclarai.graph import GraphStore, SqliteStore
 from aclarai.graph.neo4j import Neo4jStore
 
-STORE_BACKENDS = ["sqlite", "bolt"]
+STORE_BACKENDS = ["sqlite", pytest.param("bolt", marks=pytest.mark.slow)]
+"""A backend on a real server is out of the fast lane (``-m "not slow"``)."""
 
 
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> GraphStore:
