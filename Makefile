@@ -44,8 +44,9 @@ test-fast: $(STAMP)
 ## follow (through resync and the daemon) with 20 times the walks, each three times as long
 fuzz: $(STAMP)
 	@ACLARAI_TEST_FUZZ=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/daemon/test_fuzz_vault.py tests/daemon/test_batch_eval.py tests/daemon/test_api.py \
-		tests/daemon/test_crash_matrix.py tests/daemon/test_graph_follows_vault.py
+		tests/daemon/loop/test_fuzz_vault.py tests/daemon/service/test_batch_eval.py \
+		tests/daemon/service/test_api.py tests/daemon/test_crash_matrix.py \
+		tests/daemon/loop/test_graph_follows_vault.py
 
 lint: $(STAMP)
 	@$(BIN)/ruff check .

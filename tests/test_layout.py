@@ -264,6 +264,41 @@ def test_machine_dependency_check_catches(tmp_path: Path, source: str, finding: 
     assert any(finding in f for f in _machine_dependencies(path))
 
 
+def _test_module_imports(path: Path) -> list[str]:
+    """The test modules and conftest files that the module at ``path`` imports."""
+    return sorted(
+        name
+        for name in _imports(path)
+        if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith(("test_", "conftest"))
+    )
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in tests/helpers/ (and each folder's fixtures in its conftest):
+    a test module that imports another runs that module's tests' set-up for nothing and breaks
+    when it moves."""
+    offenders = {
+        path.relative_to(ROOT).as_posix(): found
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if (found := _test_module_imports(path))
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from tests.daemon.loop.test_resync_llm import NOTES",
+        "from tests.daemon.conftest import note_text",
+        "def helper():\n    from tests.parsers.test_marks import ordinary_notes",
+    ],
+)
+def test_the_test_import_check_catches(tmp_path: Path, source: str) -> None:
+    path = tmp_path / "test_example.py"
+    path.write_text(source + "\n")
+    assert _test_module_imports(path) != []
+
+
 def test_every_project_error_belongs_to_the_one_tree() -> None:
     """Every exception class the rooms define is an ``AclaraiError``, so the command line maps
     each to its exit status in one place."""

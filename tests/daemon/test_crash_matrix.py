@@ -46,12 +46,12 @@ from aclarai.daemon.vault.notes import Vault
 from aclarai.daemon.vault.processes import current, is_alive
 from aclarai.daemon.vault.writer import TEMP_PREFIX
 from aclarai.graph.sqlite import SqliteStore
-from tests.daemon.conftest import daemon_env, note_text, wait_until
-from tests.daemon.import_samples import chatgpt_conversation, chatgpt_export
-from tests.daemon.service_helpers import evaluate_payload
-from tests.daemon.test_crash_recovery import SENTENCES, generated_vault
 from tests.fixtures.processes import free_port
 from tests.fixtures.redis_server import RedisServer
+from tests.helpers.cli import daemon_env, wait_until
+from tests.helpers.import_samples import chatgpt_conversation, chatgpt_export
+from tests.helpers.service import evaluate_payload
+from tests.helpers.vault import SENTENCES, generated_vault, note_text, user_files
 
 FUZZ = bool(os.environ.get("ACLARAI_TEST_FUZZ"))
 SEED = 22
@@ -67,7 +67,6 @@ are none on one core)."""
 GRADING_INSTANTS = ((WORKERS_UP,) if (os.cpu_count() or 1) > 1 else ()) + FRACTIONS
 CHILDREN_GONE_S = 2.0
 RUN_TIMEOUT_S = 120.0
-DASHBOARD = "aclarai/Dashboard.md"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600 if FUZZ else 240)]
 
@@ -140,16 +139,6 @@ def run(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[
     return done
 
 
-def vault_files(root: Path) -> dict[str, bytes]:
-    """Every file a user sees: not our own folder, not the dashboard (it tells the time)."""
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and VAULT_DIR not in p.relative_to(root).parts[:1]
-        if p.relative_to(root).as_posix() != DASHBOARD
-    }
-
-
 @dataclass
 class Bench:
     """One vault path, restored from ``original`` before every run, and its state dir."""
@@ -197,7 +186,7 @@ def one_shot_matrix(bench: Bench, args: list[str], instants: tuple[float, ...]) 
     started = time.monotonic()
     run(args, bench.env)
     duration = time.monotonic() - started
-    reference = vault_files(bench.vault)
+    reference = user_files(bench.vault)
     bench.assert_nothing_left()
     for instant in instants:
         bench.restore()
@@ -209,7 +198,7 @@ def one_shot_matrix(bench: Bench, args: list[str], instants: tuple[float, ...]) 
         # A lock left by the killed run is taken over at once, in one line.
         assert again.stderr.count("took over the lock") == (1 if held else 0), again.stderr
         bench.assert_nothing_left()
-        assert vault_files(bench.vault) == reference, f"killed at {instant:.2f}"
+        assert user_files(bench.vault) == reference, f"killed at {instant:.2f}"
 
 
 @pytest.fixture
@@ -254,7 +243,7 @@ def test_watch_killed_at_any_instant_then_restarted(notes_bench: Bench) -> None:
     bench = notes_bench
     bench.restore()
     run(["resync", str(bench.vault)], bench.env)
-    reference = vault_files(bench.vault)
+    reference = user_files(bench.vault)
 
     log = bench.base / "watch.log"
 
@@ -266,7 +255,7 @@ def test_watch_killed_at_any_instant_then_restarted(notes_bench: Bench) -> None:
             took = wait_until(
                 lambda: (
                     "reconcile (start-up) done" in log.read_text()
-                    and vault_files(bench.vault) == reference
+                    and user_files(bench.vault) == reference
                 ),
                 timeout_s=60,
             )
@@ -287,7 +276,7 @@ def test_watch_killed_at_any_instant_then_restarted(notes_bench: Bench) -> None:
         bench.assert_no_daemon_reported()
         watch_to_the_end()
         bench.assert_nothing_left()
-        assert vault_files(bench.vault) == reference, f"killed at {instant:.2f}"
+        assert user_files(bench.vault) == reference, f"killed at {instant:.2f}"
 
 
 def temp_name(pid: int, start: str, note: str) -> str:

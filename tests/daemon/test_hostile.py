@@ -12,19 +12,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.resync import resync
 from aclarai.daemon.vault.control import read_heartbeat
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.parsers import parse_note
-from tests.daemon.conftest import (
-    QUIET_S,
-    DaemonProcess,
-    daemon_env,
-    note_text,
-    state_dir,
-    wait_until,
-)
+from tests.helpers.cli import QUIET_S, DaemonProcess, daemon_env, wait_until
+from tests.helpers.vault import note_text, state_dir
 
 StartDaemon = Callable[..., DaemonProcess]
 MakeVault = Callable[..., Path]
@@ -79,6 +75,7 @@ def test_resync_with_a_symlink_loop_logs_each_link_once_and_scores_the_rest(
     assert scored(vault / "good.md")
 
 
+@pytest.mark.slow
 def test_symlink_loop_made_while_watching_logs_once_and_edits_elsewhere_are_scored(
     make_vault: MakeVault, start_daemon: StartDaemon
 ) -> None:

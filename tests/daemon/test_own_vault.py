@@ -8,11 +8,10 @@ from pathlib import Path
 
 from aclarai.daemon.config import load_config
 from aclarai.daemon.loop.resync import format_summary, resync
-from tests.daemon.conftest import daemon_env
-from tests.helpers.cli import cli
+from tests.helpers.cli import cli, daemon_env
+from tests.helpers.vault import KEPANO
 
 ROOT = Path(__file__).resolve().parents[2]
-KEPANO = ROOT / "tests" / "data" / "vaults" / "kepano-obsidian"
 
 
 def files_of(vault: Path) -> dict[str, bytes]:

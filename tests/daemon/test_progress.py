@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -15,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import daemon_env
+from tests.helpers.cli import daemon_env
+from tests.helpers.vault import KEPANO
 
 ROOT = Path(__file__).resolve().parents[2]
-KEPANO = ROOT / "tests" / "data" / "vaults" / "kepano-obsidian"
 CHAT = (
     "alice: The deploy to staging failed twice on Tuesday.\n"
     "bob: I rolled back to v2.3 and it is stable now.\n"
@@ -27,11 +26,7 @@ CHAT = (
 )
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    target = tmp_path / "vault"
-    shutil.copytree(KEPANO, target)
-    return target
+pytestmark = pytest.mark.vault(base=KEPANO)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

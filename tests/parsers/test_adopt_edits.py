@@ -18,7 +18,7 @@ from aclarai.parsers import (
     scan_note,
     unmarked_paragraphs,
 )
-from tests.parsers.test_marks import ordinary_notes
+from tests.helpers.notes import ordinary_notes
 
 NEW = "A paragraph typed later about the Lisbon office."
 

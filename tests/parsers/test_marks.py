@@ -4,47 +4,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from aclarai.parsers import ParseError, adopt_note, apply_scores, parse_note, unadopt_note
-
-PARTS = (
-    "The deploy to staging failed twice on Tuesday.",
-    "Paris hosted the summit with 40 delegates.\nIt ran for three days.",
-    "The invoice for order 5521 was paid on 3 June. ^invoice-5521",
-    "- Alice owns the fix.\n- Bob reviews it ^bob-1\n  - nested detail",
-    "1.  first point\n2.  second point",
-    "- \n- [ ] \n- [x] Call the plumber",
-    "# A heading",
-    "## Heading\nText right under it.",
-    "```python\nprint('not a block')\n\nprint('still code')\n```",
-    "    indented code",
-    "$$\na = b\n\nc = d\n$$",
-    "%%\nhidden draft\n\nstill hidden\n%%",
-    "A %%half hidden%% sentence.",
-    "> [!note]\n> A callout stays a callout.",
-    "| day | failures |\n|-----|----------|\n| Tue | 2        |",
-    "![[diagram.png]]",
-    "<div>raw html</div>",
-    "---",
-    "^my-own-anchor",
-    "Trailing spaces here.   ",
-)
-
-
-@st.composite
-def ordinary_notes(draw: st.DrawFn) -> str:
-    """An ordinary note of the constructs adopt meets, with any line ending, a BOM or
-    frontmatter, and any end of file."""
-    parts = draw(st.lists(st.sampled_from(PARTS), min_size=1, max_size=8))
-    gaps = draw(st.lists(st.sampled_from(["\n\n", "\n\n\n", "\n"]), min_size=len(parts)))
-    body = "".join(part + gap for part, gap in zip(parts, gaps, strict=False))
-    head = draw(st.sampled_from(["", "\ufeff", "---\ntags: [a]\n---\n", "\ufeff# Title\n\n"]))
-    text = head + body.rstrip("\n") + draw(st.sampled_from(["", "\n", "\n\n"]))
-    if draw(st.booleans()):
-        text = text.replace("\n", "\r\n")
-    return text
-
+from tests.helpers.notes import ordinary_notes
 
 SCORES = {"entailed_score": 0.91, "coverage_score": 0.5, "decontextualization_score": 0.07}
 

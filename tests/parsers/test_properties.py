@@ -13,10 +13,10 @@ from aclarai.parsers import (
     apply_scores,
     drop_emptied,
     parse_note,
-    scan_line,
     scan_note,
 )
 from aclarai.parsers.grammar import format_score_value
+from tests.helpers.notes import without_aclarai_comments
 
 IDS = ("a", "b", "blk-1", "x_2")
 
@@ -87,34 +87,6 @@ score_sets = st.dictionaries(
 
 def seen(parsed: ParsedNote) -> list[tuple[str, str, str]]:
     return [(block.id, block.text, block.hash) for block in parsed.blocks]
-
-
-def final_ending(text: str) -> str:
-    return next(e for e in ("\r\n", "\n", "\r", "") if text.endswith(e))
-
-
-def without_aclarai_comments(text: str) -> tuple[list[str], str]:
-    """Every line (split on LF only, like the parser) with its aclarai comments cut out, lines
-    holding only comments dropped, and how the note ends.
-
-    Line endings are compared apart from the lines: rewriting a comment zone moves the ending
-    of its last line (LF, CRLF, a final lone CR or none) to the zone's new last line.
-    """
-    kept = []
-    for line in text.split("\n"):
-        # The line's own CR goes before its comments are cut: ":\r<!-- … -->" keeps its CR.
-        piece = line.removesuffix("\r")
-        found = scan_line(piece)
-        cut = []
-        position = 0
-        for comment in found.comments:
-            cut.append(piece[position : comment.start])
-            position = comment.end
-        cut.append(piece[position:])
-        remainder = "".join(cut)
-        if not found.comments or remainder.strip():
-            kept.append(remainder)
-    return kept, final_ending(text)
 
 
 @settings(max_examples=300, deadline=None)

@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aclarai.parsers import LineKind, line_kinds, prose_text, reader_text
-
-KEPANO = Path(__file__).resolve().parent.parent / "data" / "vaults" / "kepano-obsidian"
+from tests.helpers.vault import KEPANO
 
 
 @pytest.mark.parametrize(
