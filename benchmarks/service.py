@@ -8,7 +8,7 @@ Measures, on this machine:
               server on a loopback port, at concurrency 1 and 16 (client threads share the
               machine's cores with the server)
   consume     entries/s through the Redis Stream worker: one, then two worker processes
-              (``run_worker``, as ``aclarai consume`` runs it) join the group, then the entries
+              (``run_consumer``, as ``aclarai consume`` runs it) join the group, then the entries
               are published and timed until the last result is in; SIGTERM stops the processes
 Payloads are HaluEval QA rows (knowledge as context, question, right answer) when the data is
 there, else synthetic ones. A real redis-server is started (the test suite's fixture), unless
@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 from aclarai.agents.offline.evaluator import OfflineEvaluator  # noqa: E402
 from aclarai.daemon.config import Config, load_config  # noqa: E402
 from aclarai.daemon.service.api import build_server, create_app  # noqa: E402
+from aclarai.daemon.service.consume import run_consumer  # noqa: E402
 from aclarai.daemon.service.core import ServiceCore, assemble_core  # noqa: E402
-from aclarai.daemon.service.stream_worker import run_worker  # noqa: E402
 from tests.fixtures.processes import dies_with_us  # noqa: E402
 from tests.fixtures.redis_server import start_redis_server  # noqa: E402
 
@@ -183,7 +183,7 @@ def consume_worker(overrides_json: str, name: str) -> None:
         )
         core = offline_core(config)
         try:
-            run_worker(config, core=core, consumer=name)
+            run_consumer(config, core=core, consumer=name)
         finally:
             core.close()
 

@@ -68,7 +68,7 @@ def _bound(args: argparse.Namespace, config: Config) -> Config:
 
 
 def cmd_resync(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.loop.remote import hand_resync_to_daemon
+    from aclarai.daemon.loop.handoff import hand_resync_to_daemon
     from aclarai.daemon.loop.resync import format_summary, resync
     from aclarai.daemon.progress import progress_shown
 
@@ -221,7 +221,7 @@ def cmd_watch(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_pause(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.loop.remote import set_paused
+    from aclarai.daemon.loop.handoff import set_paused
 
     paused = args.command == "pause"
     set_paused(config, _vault(args, config), paused)
@@ -258,17 +258,25 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_consume(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.service.stream_worker import run_worker
+    from aclarai.daemon.service.consume import run_consumer
 
-    stats = run_worker(config, consumer=args.name, burst=args.burst)
+    stats = run_consumer(config, consumer=args.name, burst=args.burst)
     log.info("consumer stopped: %s", stats)
     return EX_UNAVAILABLE if stats.model_outages else 0
 
 
 def cmd_worker(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.service.grading_worker import run_grading_worker
+    from aclarai.daemon.factory import build_local_agents, claim_idle_s
+    from aclarai.daemon.workers.worker import run_worker
 
-    stats = run_grading_worker(config, config.worker_state_dir(), name=args.name, burst=args.burst)
+    state_dir = config.worker_state_dir()
+    stats = run_worker(
+        config,
+        lambda reevaluate: build_local_agents(config, state_dir, None, reevaluate=reevaluate),
+        claim_idle_s=claim_idle_s(config),
+        name=args.name,
+        burst=args.burst,
+    )
     log.info("grading worker stopped: %s", stats)
     return EX_UNAVAILABLE if stats.model_outages else 0
 

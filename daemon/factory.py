@@ -50,7 +50,7 @@ from aclarai.graph import GraphStore
 
 if TYPE_CHECKING:
     from aclarai.daemon.intake.transcripts import LLMTranscriptReader
-    from aclarai.daemon.workers.remote import RemoteGrading
+    from aclarai.daemon.workers.publisher import RemoteGrading
 
 QUEUE_FILE = "queue.sqlite"
 LLM_ENDPOINTS_FILE = "llm-endpoints.json"
@@ -220,7 +220,7 @@ def _remote_agents(
     from aclarai.agents.llm.agents import DECONTEXTUALIZATION_ROLE
     from aclarai.agents.tools import VECTOR_SEARCH
     from aclarai.daemon.redis_link import connect
-    from aclarai.daemon.workers.remote import RemoteEvaluator, RemoteExtractor, RemoteGrading
+    from aclarai.daemon.workers.publisher import RemoteEvaluator, RemoteExtractor, RemoteGrading
 
     settings = config.workers
     assert settings.redis_url is not None

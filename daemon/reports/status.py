@@ -210,7 +210,7 @@ def read_workers(config: Config, state_dir: Path) -> WorkersStatus | None:
     from aclarai.daemon.factory import vault_id
     from aclarai.daemon.redis_link import broker, connect, redact
     from aclarai.daemon.workers import backlog, work_stream, workers_seen
-    from aclarai.daemon.workers.remote import GROUP
+    from aclarai.daemon.workers.publisher import GROUP
     from aclarai.daemon.workers.wire import dead_letter_stream, results_stream
 
     url, prefix = settings.redis_url, settings.prefix

@@ -17,8 +17,8 @@ import redis
 
 from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import build_service_core
-from aclarai.daemon.service.stream_worker import run_worker
 from tests.agents.scripted_llm import (
     Recorded,
     Reply,
@@ -84,7 +84,7 @@ def test_the_api_answers_503_with_retry_after_while_the_model_is_down(
     assert back.json()["verdict"] == "pass"
 
 
-def test_the_stream_worker_leaves_events_pending_while_the_model_is_down(
+def test_the_stream_consumer_leaves_events_pending_while_the_model_is_down(
     tmp_path: Path, llm_server: ScriptedLLMServer, redis_server: RedisServer
 ) -> None:
     config = llm_config(
@@ -105,7 +105,7 @@ def test_the_stream_worker_leaves_events_pending_while_the_model_is_down(
     stop = threading.Event()
     stats: list[Any] = []
     worker = threading.Thread(
-        target=lambda: stats.append(run_worker(config, core=core, stop_event=stop)), daemon=True
+        target=lambda: stats.append(run_consumer(config, core=core, stop_event=stop)), daemon=True
     )
     try:
         client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))})
@@ -146,7 +146,7 @@ def test_a_burst_run_returns_while_the_model_is_down_leaving_the_event_pending(
     llm_server.go_down()
     try:
         client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
 

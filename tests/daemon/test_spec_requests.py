@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import ServiceCore, build_service_core
-from aclarai.daemon.service.stream_worker import run_worker
 from tests.daemon.service_helpers import make_config, running_app, stream_names
 from tests.daemon.test_streams import results
 from tests.fixtures.redis_server import RedisServer
@@ -128,7 +128,7 @@ def test_documented_requests_through_the_redis_stream(
     try:
         for payload in (STREAM_EXAMPLE, EARLY_EXIT):
             client.xadd(config.redis.stream, {"payload": payload})
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
         assert stats.processed == 2 and stats.dead_lettered == 0
         got = {row["event_id"]: row["payload"] for row in results(client, config)}
     finally:

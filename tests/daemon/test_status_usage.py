@@ -17,7 +17,7 @@ import pytest
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.loop.daemon import run_daemon
-from aclarai.daemon.loop.remote import hand_resync_to_daemon
+from aclarai.daemon.loop.handoff import hand_resync_to_daemon
 from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.control import UsageRecorder, read_usage

@@ -21,6 +21,7 @@ import redis
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import ConsumerStats, run_consumer
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
@@ -28,7 +29,6 @@ from aclarai.daemon.service.core import (
     assemble_core,
     build_service_core,
 )
-from aclarai.daemon.service.stream_worker import WorkerStats, run_worker
 from tests.agents.service_fakes import OverlapEvaluator
 from tests.daemon.service_helpers import (
     evaluate_payload,
@@ -113,20 +113,20 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None
 
 
 class ConsumerThread:
-    """``run_worker`` in a thread, stopped through its stop event."""
+    """``run_consumer`` in a thread, stopped through its stop event."""
 
     def __init__(self, config: Config, core: ServiceCore, name: str):
         self.stop = threading.Event()
-        self.stats: WorkerStats | None = None
+        self.stats: ConsumerStats | None = None
         self._thread = threading.Thread(
             target=self._run, args=(config, core, name), name=name, daemon=True
         )
         self._thread.start()
 
     def _run(self, config: Config, core: ServiceCore, name: str) -> None:
-        self.stats = run_worker(config, core=core, consumer=name, stop_event=self.stop)
+        self.stats = run_consumer(config, core=core, consumer=name, stop_event=self.stop)
 
-    def join(self) -> WorkerStats:
+    def join(self) -> ConsumerStats:
         self.stop.set()
         self._thread.join(timeout=WAIT_S)
         assert not self._thread.is_alive(), "consumer did not stop"
@@ -163,7 +163,7 @@ def test_results_match_the_http_api_for_the_same_payload(
         ),
     ]
     ids = [publish(r, config, p) for p in payloads]
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.processed == 3 and stats.dead_lettered == 0
     assert pending(r, config) == 0
     got = {row["event_id"]: row for row in results(r, config)}
@@ -186,7 +186,7 @@ def test_malformed_entries_go_to_the_dead_letter_stream_acknowledged(
     not_utf8 = publish(r, config, b"\xff\xfe\x00")
     no_payload = cast(bytes, r.xadd(config.redis.stream, {"body": "{}"}))
     good = publish(r, config, evaluate_payload("evt-ok"))
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.dead_lettered == 4 and stats.processed == 1
     letters = {fields[b"source_id"]: fields for fields in dead_letters(r, config)}
     assert b"invalid JSON" in letters[bad_json][b"error"]
@@ -268,7 +268,7 @@ def test_an_entry_of_a_killed_consumer_is_reclaimed_by_another(
     assert [(row["message_id"], row["consumer"]) for row in rows] == [(entry, b"slow-consumer")]
     assert results(r, config) == []
 
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.reclaimed == 1 and stats.processed == 1
     assert [row["event_id"] for row in results(r, config)] == ["evt-orphan"]
     assert pending(r, config) == 0
@@ -298,7 +298,7 @@ def test_sigterm_finishes_the_entry_in_hand_and_exits(
     assert [row["event_id"] for row in results(r, config)] == ["evt-first"]
     assert pending(r, config) == 0
     # The second entry was never taken: the next consumer gets it at once.
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.processed == 1 and stats.reclaimed == 0
     assert [row["event_id"] for row in results(r, config)] == ["evt-first", "evt-second"]
 
@@ -313,7 +313,7 @@ def test_an_entry_delivered_too_often_is_dead_lettered(
     for n in range(2, 5):
         # Consumers that took the entry and died before acknowledging it.
         r.xautoclaim(config.redis.stream, config.redis.group, f"ghost-{n}", min_idle_time=0)
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.dead_lettered == 1 and stats.processed == 0
     (letter,) = dead_letters(r, config)
     assert letter[b"source_id"] == entry
@@ -331,7 +331,7 @@ def test_an_entry_failing_on_every_delivery_ends_in_the_dead_letter_stream(
     core = ExplodingCore(base.answers, base.nli, base.verifier, evaluator)
     try:
         entry = publish(r, config, evaluate_payload("evt-boom"))
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
     assert stats.failed == 1 and stats.reclaimed == 1 and stats.dead_lettered == 1
@@ -345,7 +345,7 @@ def test_an_entry_failing_on_every_delivery_ends_in_the_dead_letter_stream(
 def test_redis_outages_are_survived_and_logged_once(
     tmp_path: Path, offline_core: ServiceCore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="aclarai.daemon.service.stream_worker")
+    caplog.set_level(logging.INFO, logger="aclarai.daemon.service.consume")
     with start_redis_server() as server:
         config = make_config(
             tmp_path, {"redis.url": server.url, "redis.block_ms": 100, **stream_names()}
@@ -376,6 +376,6 @@ def test_an_unreachable_broker_never_crashes_the_consumer(
     stop = threading.Event()
     threading.Timer(1.5, stop.set).start()
     started = time.monotonic()
-    stats = run_worker(config, core=offline_core, stop_event=stop)
+    stats = run_consumer(config, core=offline_core, stop_event=stop)
     assert stats.broker_outages == 1 and stats.processed == 0
     assert time.monotonic() - started < 5

@@ -1,4 +1,4 @@
-"""The Redis Stream worker of the evaluation service (``aclarai consume``).
+"""The Redis Stream consumer of the evaluation service (``aclarai consume``).
 
 Each entry of ``redis.stream`` (default ``eval-events``) carries a ``payload`` field holding the
 same JSON as ``POST /api/v1/evaluate``. Consumers join ``redis.group``; each result is XADDed to
@@ -62,7 +62,7 @@ PAYLOAD_FIELD = b"payload"
 
 
 @dataclass
-class WorkerStats:
+class ConsumerStats:
     """What a consumer did."""
 
     processed: int = 0
@@ -77,14 +77,14 @@ class WorkerStats:
     """Times the model endpoint went away; the events waited, pending."""
 
 
-def run_worker(
+def run_consumer(
     config: Config,
     *,
     core: ServiceCore | None = None,
     consumer: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
-) -> WorkerStats:
+) -> ConsumerStats:
     """Consume evaluation events until stopped.
 
     Args:
@@ -107,15 +107,15 @@ def run_worker(
     name = consumer or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with stop_signals(stop_event) as stop:
-            return StreamWorker(client, settings, core, name=name).run(stop, burst=burst)
+            return EvalStreamConsumer(client, settings, core, name=name).run(stop, burst=burst)
     finally:
         client.close()
         if own:
             core.close()
 
 
-class StreamWorker:
-    """One worker of the group (a Redis consumer): the loop behind :func:`run_worker`.
+class EvalStreamConsumer:
+    """One worker of the group (a Redis consumer): the loop behind :func:`run_consumer`.
 
     Args:
         client: a Redis client (bytes in, bytes out).
@@ -138,9 +138,9 @@ class StreamWorker:
         self._core = core
         self.name = name
         self._clock = clock
-        self.stats = WorkerStats()
+        self.stats = ConsumerStats()
 
-    def run(self, stop: StopEvent, *, burst: bool = False) -> WorkerStats:
+    def run(self, stop: StopEvent, *, burst: bool = False) -> ConsumerStats:
         """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
         ready = down = model_down = False
         backoff = Backoff()

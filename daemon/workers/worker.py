@@ -29,13 +29,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import redis
 
+from aclarai.agents import ClaimExtractor, Evaluator, LLMClient, VectorIndex
 from aclarai.daemon.config import Config, WorkersSettings
-from aclarai.daemon.factory import Agents, build_local_agents, claim_idle_s, grader_of
 from aclarai.daemon.redis_link import (
     Backoff,
     Entry,
@@ -58,6 +57,7 @@ from aclarai.daemon.workers.wire import (
     dead_letter_stream,
     decode_job,
     encode_outcome,
+    grader_identity,
     job_key,
     key_of,
     reply_to_of,
@@ -89,10 +89,22 @@ class GradingWorkerStats:
     model_outages: int = 0
 
 
-def run_grading_worker(
+class Agents(Protocol):
+    """What a worker grades with (the factory's agents, built on this machine)."""
+
+    extractor: ClaimExtractor
+    evaluator: Evaluator
+    index: VectorIndex | None
+    client: LLMClient | None
+
+    def close(self) -> None: ...
+
+
+def run_worker(
     config: Config,
-    state_dir: Path,
+    build_agents: Callable[[bool], Agents],
     *,
+    claim_idle_s: float,
     name: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
@@ -100,8 +112,10 @@ def run_grading_worker(
     """Grade jobs until stopped (or, with ``burst``, until none is left to take).
 
     Args:
-        config: ``workers`` names the Redis server; ``model`` how this worker grades.
-        state_dir: where this worker keeps its model caches and what it learned of endpoints.
+        config: ``workers`` names the Redis server.
+        build_agents: this machine's agents from its ``model`` settings; given ``True``, the
+            agents that bypass the result cache (``resync --reevaluate``).
+        claim_idle_s: how long a job waits on a silent worker before this one takes it over.
         name: this worker's name in the group; ``<host>-<pid>`` by default.
         stop_event: stop when set; ``None``: SIGTERM and SIGINT stop it.
 
@@ -111,7 +125,7 @@ def run_grading_worker(
     settings = config.workers
     if settings.redis_url is None:
         raise ConfigError("aclarai worker needs a Redis server: --redis URL or workers.redis_url")
-    agents = build_local_agents(config, state_dir, None, reevaluate=False)
+    agents = build_agents(False)
     fresh: list[Agents] = []
 
     def fresh_agents() -> Agents:
@@ -120,7 +134,7 @@ def run_grading_worker(
         if config.model.backend != "llm":
             return agents
         if not fresh:
-            fresh.append(build_local_agents(config, state_dir, None, reevaluate=True))
+            fresh.append(build_agents(True))
         return fresh[0]
 
     jobs = settings.jobs or (agents.client.requests_at_once() if agents.client else 1)
@@ -135,7 +149,7 @@ def run_grading_worker(
                 fresh_agents,
                 name=worker_name,
                 jobs=jobs,
-                claim_idle_s=claim_idle_s(config),
+                claim_idle_s=claim_idle_s,
             )
             return worker.run(stop, burst=burst)
     finally:
@@ -145,7 +159,7 @@ def run_grading_worker(
 
 
 class GradingWorker:
-    """The loop behind :func:`run_grading_worker`."""
+    """The loop behind :func:`run_worker`."""
 
     def __init__(
         self,
@@ -165,7 +179,8 @@ class GradingWorker:
         self._agents = agents
         self._fresh_agents = fresh_agents
         self.name = name
-        self.grader = grader_of(agents)
+        extractor = agents.extractor
+        self.grader = grader_identity(extractor.name, extractor.version, agents.evaluator.model_id)
         self.stream = work_stream(settings.prefix, self.grader)
         self._dead = dead_letter_stream(settings.prefix)
         self._jobs = max(1, jobs)
