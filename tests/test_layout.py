@@ -33,6 +33,7 @@ DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("workers",),
     ("intake",),
     ("vault",),
+    ("stream_loop",),
     ("config", "logs", "progress", "redis_link"),
 )
 """daemon/'s sub-rooms and top-level modules, top first: each imports only what lies below it,

@@ -18,7 +18,8 @@ handled the same way: the entry is not acknowledged (no ``review`` verdict made 
 and stays pending with its delivery count put back, so an outage never dead-letters events. A
 stop request (SIGTERM, SIGINT or the caller's stop event) lets the entry in hand finish; entries
 read in the same batch but not started stay pending and are reclaimed by another consumer after
-``claim_idle_ms``.
+``claim_idle_ms``. That loop is :mod:`aclarai.daemon.stream_loop`'s; this module says what an
+event means.
 """
 
 from __future__ import annotations
@@ -28,53 +29,31 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import cast
 
 import redis
+from redis.client import Pipeline
 
 from aclarai.daemon.config import Config, RedisSettings
-from aclarai.daemon.redis_link import (
-    Backoff,
-    Entry,
-    StopEvent,
-    broker,
-    connect,
-    deliveries,
-    ensure_group,
-    entries_of,
-    put_back_delivery,
-    redact,
-    sleep,
-    stop_signals,
-)
+from aclarai.daemon.redis_link import StopEvent, connect, stop_signals
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     ServiceCore,
     build_service_core,
     parse_evaluate_payload,
 )
-from aclarai.parsers import BrokerUnavailable, PayloadError, TransientError
+from aclarai.daemon.stream_loop import Delivery, StreamLoop, StreamSpec, StreamStats, Words
+from aclarai.parsers import PayloadError
 
 logger = logging.getLogger(__name__)
 
-PAYLOAD_FIELD = b"payload"
-
-
-@dataclass
-class ConsumerStats:
-    """What a consumer did."""
-
-    processed: int = 0
-    """Entries evaluated, their results written and the entries acknowledged."""
-    dead_lettered: int = 0
-    reclaimed: int = 0
-    """Entries taken over from consumers that stopped acknowledging (XAUTOCLAIM)."""
-    failed: int = 0
-    """Evaluations that raised and were left pending for another delivery."""
-    broker_outages: int = 0
-    model_outages: int = 0
-    """Times the model endpoint went away; the events waited, pending."""
+WORDS = Words(
+    one="entry",
+    some="entries",
+    waiting="events",
+    settled="evaluated",
+    who="consumer",
+    failure="evaluation failed",
+)
 
 
 def run_consumer(
@@ -84,7 +63,7 @@ def run_consumer(
     consumer: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
-) -> ConsumerStats:
+) -> StreamStats:
     """Consume evaluation events until stopped.
 
     Args:
@@ -115,7 +94,8 @@ def run_consumer(
 
 
 class EvalStreamConsumer:
-    """One worker of the group (a Redis consumer): the loop behind :func:`run_consumer`.
+    """One consumer of the group: what an evaluation event means to the
+    :class:`~aclarai.daemon.stream_loop.StreamLoop` behind :func:`run_consumer`.
 
     Args:
         client: a Redis client (bytes in, bytes out).
@@ -133,213 +113,54 @@ class EvalStreamConsumer:
         name: str,
         clock: Callable[[], float] = time.monotonic,
     ):
-        self._redis = client
         self._s = settings
         self._core = core
         self.name = name
-        self._clock = clock
-        self.stats = ConsumerStats()
+        spec = StreamSpec(
+            url=settings.url,
+            stream=settings.stream,
+            group=settings.group,
+            max_deliveries=settings.max_deliveries,
+            reclaim_after_s=settings.claim_idle_ms / 1000,
+            block_s=settings.block_ms / 1000,
+            batch=settings.batch,
+        )
+        self._loop = StreamLoop(client, spec, self, name=name, words=WORDS, log=logger, clock=clock)
 
-    def run(self, stop: StopEvent, *, burst: bool = False) -> ConsumerStats:
+    @property
+    def stats(self) -> StreamStats:
+        return self._loop.stats
+
+    def run(self, stop: StopEvent, *, burst: bool = False) -> StreamStats:
         """Loop until ``stop`` is set (or, with ``burst``, until nothing is left)."""
-        ready = down = model_down = False
-        backoff = Backoff()
-        next_claim = 0.0
-        claim_every_s = max(0.05, self._s.claim_idle_ms / 2000)
-        while not stop.is_set():
-            try:
-                if not ready:
-                    self._ensure_group()
-                    self._drain_own_pending(stop)
-                    if down:
-                        logger.info("Redis at %s is reachable again", redact(self._s.url))
-                    if model_down:
-                        logger.info("the model answers again; pending events evaluated")
-                    ready, down, model_down = True, False, False
-                    backoff.reset()
-                worked = 0
-                if self._clock() >= next_claim:
-                    worked += self._reclaim(stop)
-                    next_claim = self._clock() + claim_every_s
-                worked += self._read_new(stop, None if burst else self._s.block_ms)
-                if burst and worked == 0:
-                    if not self._pending_count():
-                        break
-                    # Entries of other consumers are not idle long enough to reclaim yet.
-                    sleep(stop, min(claim_every_s, 0.2))
-            except BrokerUnavailable as exc:
-                if not down:
-                    logger.warning("Redis unavailable (%s); retrying with backoff", exc)
-                    self.stats.broker_outages += 1
-                ready, down = False, True
-                sleep(stop, backoff.next_s())
-            except TransientError as exc:
-                # The model endpoint (Redis is BrokerUnavailable, above): events stay pending.
-                if not model_down:
-                    logger.warning("model unavailable (%s); events stay pending, retrying", exc)
-                    self.stats.model_outages += 1
-                if burst:
-                    return self.stats  # a drain-and-exit run does not wait for the model
-                ready, model_down = False, True
-                sleep(stop, backoff.next_s())
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                # The stream or its group was deleted under us: create them again.
-                logger.warning("consumer group vanished (%s); recreating it", exc)
-                ready = False
-        return self.stats
+        return self._loop.run(stop, burst=burst)
 
-    def _ensure_group(self) -> None:
-        if ensure_group(self._redis, self._s.url, self._s.stream, self._s.group):
-            logger.info("created consumer group %s on %s", self._s.group, self._s.stream)
+    def parse(self, payload: bytes | None) -> EvaluateRequest:
+        if payload is None:
+            raise PayloadError("payload: field missing from the entry")
+        return parse_evaluate_payload(payload)
 
-    def _drain_own_pending(self, stop: StopEvent) -> None:
-        """Entries this consumer name read before a restart or an outage, handled first."""
-        cursor: bytes | str = "0"
-        while not stop.is_set():
-            with broker(self._s.url):
-                reply = self._redis.xreadgroup(
-                    self._s.group, self.name, {self._s.stream: cursor}, count=self._s.batch
-                )
-            entries = entries_of(reply)
-            if not entries:
-                return
-            self._handle_all(entries, stop, reclaimed=False, counted=True)
-            cursor = entries[-1][0]
+    def work(self, request: EvaluateRequest) -> str:
+        return self._core.evaluate(request).model_dump_json()
 
-    def _reclaim(self, stop: StopEvent) -> int:
-        start = "0-0"
-        handled = 0
-        while not stop.is_set():
-            with broker(self._s.url):
-                reply = self._redis.xautoclaim(
-                    self._s.stream,
-                    self._s.group,
-                    self.name,
-                    min_idle_time=self._s.claim_idle_ms,
-                    start_id=start,
-                    count=self._s.batch,
-                )
-            start, entries = reply[0], cast(list[Entry], reply[1])
-            if entries:
-                logger.info("reclaimed %d pending entries", len(entries))
-                handled += self._handle_all(entries, stop, reclaimed=True, counted=True)
-            if start in (b"0-0", "0-0"):
-                return handled
-        return handled
+    def write_result(
+        self, pipe: Pipeline, delivery: Delivery, request: EvaluateRequest, result: str
+    ) -> None:
+        pipe.xadd(
+            self._s.results_stream,
+            {"event_id": request.event_id, "source_id": delivery.entry_id, "payload": result},
+        )
 
-    def _read_new(self, stop: StopEvent, block_ms: int | None) -> int:
-        with broker(self._s.url):
-            reply = self._redis.xreadgroup(
-                self._s.group,
-                self.name,
-                {self._s.stream: ">"},
-                count=self._s.batch,
-                block=block_ms,
-            )
-        entries = entries_of(reply)
-        return self._handle_all(entries, stop, reclaimed=False, counted=False)
-
-    def _pending_count(self) -> int:
-        with broker(self._s.url):
-            summary = self._redis.xpending(self._s.stream, self._s.group)
-        return int(summary["pending"])
-
-    def _handle_all(
-        self, entries: list[Entry], stop: StopEvent, *, reclaimed: bool, counted: bool
-    ) -> int:
-        handled = 0
-        for entry_id, fields in entries:
-            if stop.is_set():
-                break
-            deliveries = self._deliveries(entry_id) if counted else 1
-            self.stats.reclaimed += int(reclaimed)
-            self._handle(entry_id, fields, deliveries)
-            handled += 1
-        return handled
-
-    def _deliveries(self, entry_id: bytes) -> int:
-        return deliveries(self._redis, self._s.url, self._s.stream, self._s.group, entry_id)
-
-    def _handle(self, entry_id: bytes, fields: dict[bytes, bytes] | None, deliveries: int) -> None:
-        if fields is None:
-            # Deleted from the stream while pending: nothing left to evaluate.
-            self._ack(entry_id)
-            return
-        raw = fields.get(PAYLOAD_FIELD)
-        if deliveries > self._s.max_deliveries:
-            error = f"delivered {deliveries} times without being acknowledged"
-            self._dead_letter(entry_id, raw, error, deliveries)
-            return
-        if raw is None:
-            self._dead_letter(entry_id, raw, "payload: field missing from the entry", deliveries)
-            return
-        try:
-            request = parse_evaluate_payload(raw)
-        except PayloadError as exc:
-            self._dead_letter(entry_id, raw, str(exc), deliveries)
-            return
-        try:
-            response = self._core.evaluate(request)
-        except TransientError:
-            # The model endpoint is away, which is not this entry's fault: it stays pending
-            # with its delivery count put back, and the worker backs off (see run).
-            put_back_delivery(
-                self._redis,
-                self._s.url,
-                self._s.stream,
-                self._s.group,
-                self.name,
-                entry_id,
-                deliveries,
-            )
-            raise
-        except Exception as exc:
-            error = f"evaluation failed: {type(exc).__name__}: {exc}"
-            if deliveries >= self._s.max_deliveries:
-                self._dead_letter(entry_id, raw, error, deliveries)
-                return
-            self.stats.failed += 1
-            logger.warning(
-                "entry %s (delivery %d of %d): %s; left pending for another try",
-                entry_id.decode(),
-                deliveries,
-                self._s.max_deliveries,
-                error,
-            )
-            return
-        self._write_result(entry_id, request, response.model_dump_json())
-
-    def _write_result(self, entry_id: bytes, request: EvaluateRequest, payload: str) -> None:
-        with broker(self._s.url):
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xadd(
-                self._s.results_stream,
-                {"event_id": request.event_id, "source_id": entry_id, "payload": payload},
-            )
-            pipe.xack(self._s.stream, self._s.group, entry_id)
-            pipe.execute()
-        self.stats.processed += 1
-
-    def _dead_letter(self, entry_id: bytes, raw: bytes | None, error: str, deliveries: int) -> None:
-        logger.warning("entry %s dead-lettered: %s", entry_id.decode(), error)
-        with broker(self._s.url):
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xadd(
-                self._s.dead_letter_stream,
-                {
-                    "source_id": entry_id,
-                    "error": error,
-                    "payload": raw if raw is not None else b"",
-                    "deliveries": deliveries,
-                    "consumer": self.name,
-                },
-            )
-            pipe.xack(self._s.stream, self._s.group, entry_id)
-            pipe.execute()
-        self.stats.dead_lettered += 1
-
-    def _ack(self, entry_id: bytes) -> None:
-        with broker(self._s.url):
-            self._redis.xack(self._s.stream, self._s.group, entry_id)
+    def write_dead_letter(
+        self, pipe: Pipeline, delivery: Delivery, request: EvaluateRequest | None, error: str
+    ) -> None:
+        pipe.xadd(
+            self._s.dead_letter_stream,
+            {
+                "source_id": delivery.entry_id,
+                "error": error,
+                "payload": delivery.payload if delivery.payload is not None else b"",
+                "deliveries": delivery.count,
+                "consumer": self.name,
+            },
+        )

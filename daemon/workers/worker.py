@@ -16,6 +16,9 @@ block's text and window.
   the worker backs off: an outage never dead-letters work. Redis outages likewise. Each outage
   is logged once when it starts and once when it ends.
 - SIGTERM or SIGINT lets the jobs in hand finish.
+
+That loop is :mod:`aclarai.daemon.stream_loop`'s, run with ``jobs`` slots; this module says what
+a job means, and keeps the worker's heartbeat.
 """
 
 from __future__ import annotations
@@ -27,28 +30,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import redis
+from redis.client import Pipeline
 
 from aclarai.agents import ClaimExtractor, Evaluator, LLMClient, VectorIndex
 from aclarai.daemon.config import Config, WorkersSettings
-from aclarai.daemon.redis_link import (
-    Backoff,
-    Entry,
-    StopEvent,
-    broker,
-    connect,
-    deliveries,
-    ensure_group,
-    entries_of,
-    put_back_delivery,
-    redact,
-    sleep,
-    stop_signals,
-)
+from aclarai.daemon.redis_link import StopEvent, broker, connect, redact, stop_signals
+from aclarai.daemon.stream_loop import Delivery, StreamLoop, StreamSpec, StreamStats, Words
 from aclarai.daemon.workers.roster import WORKERS_GROUP, Heartbeat, beat
 from aclarai.daemon.workers.wire import (
     RESULTS_MAXLEN,
@@ -64,7 +54,6 @@ from aclarai.daemon.workers.wire import (
     work_stream,
 )
 from aclarai.parsers import (
-    AclaraiError,
     BrokerUnavailable,
     ConfigError,
     EvaluatorUnavailable,
@@ -75,21 +64,17 @@ from aclarai.parsers import (
 log = logging.getLogger(__name__)
 
 DEAD_MAXLEN = 10_000
+WORDS = Words(
+    one="job",
+    some="job(s)",
+    waiting="jobs",
+    settled="graded",
+    who="worker",
+    failure="grading failed",
+)
 
 
-@dataclass
-class GradingWorkerStats:
-    done: int = 0
-    """Jobs graded, their results written and the jobs acknowledged."""
-    failures: int = 0
-    """Jobs whose grading raised, left pending for another delivery."""
-    dead_letters: int = 0
-    reclaimed: int = 0
-    broker_outages: int = 0
-    model_outages: int = 0
-
-
-class Agents(Protocol):
+class WorkerAgents(Protocol):
     """What a worker grades with (the factory's agents, built on this machine)."""
 
     extractor: ClaimExtractor
@@ -102,13 +87,13 @@ class Agents(Protocol):
 
 def run_worker(
     config: Config,
-    build_agents: Callable[[bool], Agents],
+    build_agents: Callable[[bool], WorkerAgents],
     *,
     claim_idle_s: float,
     name: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
-) -> GradingWorkerStats:
+) -> StreamStats:
     """Grade jobs until stopped (or, with ``burst``, until none is left to take).
 
     Args:
@@ -126,9 +111,9 @@ def run_worker(
     if settings.redis_url is None:
         raise ConfigError("aclarai worker needs a Redis server: --redis URL or workers.redis_url")
     agents = build_agents(False)
-    fresh: list[Agents] = []
+    fresh: list[WorkerAgents] = []
 
-    def fresh_agents() -> Agents:
+    def fresh_agents() -> WorkerAgents:
         # Only the model path caches results; building its bypassing twin is put off until a
         # `resync --reevaluate` asks for it.
         if config.model.backend != "llm":
@@ -159,14 +144,16 @@ def run_worker(
 
 
 class GradingWorker:
-    """The loop behind :func:`run_worker`."""
+    """One worker of its grader's group: what a grading job means to the
+    :class:`~aclarai.daemon.stream_loop.StreamLoop` behind :func:`run_worker`, and the
+    heartbeat that shows it in ``aclarai status``."""
 
     def __init__(
         self,
         client: redis.Redis,
         settings: WorkersSettings,
-        agents: Agents,
-        fresh_agents: Callable[[], Agents],
+        agents: WorkerAgents,
+        fresh_agents: Callable[[], WorkerAgents],
         *,
         name: str,
         jobs: int,
@@ -184,18 +171,23 @@ class GradingWorker:
         self.stream = work_stream(settings.prefix, self.grader)
         self._dead = dead_letter_stream(settings.prefix)
         self._jobs = max(1, jobs)
-        self._claim_idle_ms = max(1, int(claim_idle_s * 1000))
-        self.stats = GradingWorkerStats()
-        self._stats_lock = threading.Lock()
-        self._state = "working"
+        spec = StreamSpec(
+            url=self._url,
+            stream=self.stream,
+            group=WORKERS_GROUP,
+            max_deliveries=settings.max_deliveries,
+            reclaim_after_s=claim_idle_s,
+            block_s=settings.block_ms / 1000,
+            jobs=self._jobs,
+        )
+        self._loop = StreamLoop(client, spec, self, name=name, words=WORDS, log=log)
+        self._stopped = False
         self._started = time.time()
-        self._inflight: set[Future[None]] = set()
-        self._inflight_ids: set[bytes] = set()
         self._index_lock = threading.Lock()
         self._indexed: dict[int, list[str]] = {}
         """The block ids each index (by ``id``) holds from the last job that shipped some."""
 
-    def run(self, stop: StopEvent, *, burst: bool = False) -> GradingWorkerStats:
+    def run(self, stop: StopEvent, *, burst: bool = False) -> StreamStats:
         log.info(
             "grading worker %s: %s on %s, %d job(s) at once",
             self.name,
@@ -209,235 +201,28 @@ class GradingWorker:
         )
         heart.start()
         try:
-            with ThreadPoolExecutor(self._jobs, thread_name_prefix="aclarai-grade") as pool:
-                self._loop(stop, pool, burst)
+            return self._loop.run(stop, burst=burst)
         finally:
             beating.set()
             heart.join()
-            self._state = "stopped"
+            self._stopped = True
             self._send_heartbeat()
-        return self.stats
 
-    def _loop(self, stop: StopEvent, pool: ThreadPoolExecutor, burst: bool) -> None:
-        ready = down = model_down = False
-        backoff = Backoff()
-        next_claim = 0.0
-        claim_every_s = max(0.05, self._claim_idle_ms / 2000)
-        while not stop.is_set():
-            try:
-                self._harvest()
-                if not ready:
-                    self._ensure_group()
-                    own = self._read("0", None, max(1, self._free_slots()))
-                    if down:
-                        self._outage_deliveries_back(own)
-                    self._handle(own, pool, redelivered=True)
-                    if down:
-                        log.info("Redis at %s is reachable again", redact(self._url))
-                    if model_down:
-                        log.info("the model answers again; pending jobs graded")
-                    ready, down, model_down = True, False, False
-                    backoff.reset()
-                    self._state = "working"
-                free = self._free_slots()
-                if not free:
-                    continue
-                worked = 0
-                if time.monotonic() >= next_claim:
-                    worked += self._reclaim(pool, stop, free)
-                    next_claim = time.monotonic() + claim_every_s
-                free = self._free_slots()
-                if free:
-                    block_ms = None if burst else self._s.block_ms
-                    entries = self._read(">", block_ms, free)
-                    worked += self._handle(entries, pool, redelivered=False)
-                if burst and worked == 0:
-                    self._harvest(wait_all=True)
-                    if not self._pending():
-                        return
-                    sleep(stop, min(claim_every_s, 0.2))
-            except BrokerUnavailable as exc:
-                if not down:
-                    log.warning("Redis unavailable (%s); retrying with backoff", exc)
-                    with self._stats_lock:
-                        self.stats.broker_outages += 1
-                ready, down = False, True
-                self._state = "waiting for Redis"
-                sleep(stop, backoff.next_s())
-            except TransientError as exc:
-                if not model_down:
-                    log.warning("model unavailable (%s); jobs stay pending, retrying", exc)
-                    with self._stats_lock:
-                        self.stats.model_outages += 1
-                if burst:
-                    return
-                ready, model_down = False, True
-                self._state = "waiting for the model"
-                sleep(stop, backoff.next_s())
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                log.warning("consumer group vanished (%s); recreating it", exc)
-                ready = False
-
-    def _ensure_group(self) -> None:
-        ensure_group(self._redis, self._url, self.stream, WORKERS_GROUP)
-
-    def _read(self, cursor: str, block_ms: int | None, count: int) -> list[Entry]:
-        with broker(self._url):
-            reply = self._redis.xreadgroup(
-                WORKERS_GROUP, self.name, {self.stream: cursor}, count=count, block=block_ms
-            )
-        return entries_of(reply)
-
-    def _free_slots(self) -> int:
-        """Jobs this worker can start now; waits (a little) for one to finish when none."""
-        if len(self._inflight) >= self._jobs:
-            wait(self._inflight, timeout=self._s.block_ms / 1000, return_when=FIRST_COMPLETED)
-        self._harvest()
-        return max(0, self._jobs - len(self._inflight))
-
-    def _harvest(self, *, wait_all: bool = False) -> None:
-        """Forget the finished jobs; raise the outage one of them met (Redis's first)."""
-        if wait_all:
-            wait(self._inflight)
-        done = {f for f in self._inflight if f.done()}
-        self._inflight -= done
-        errors = [e for f in done if (e := f.exception()) is not None]
-        for error in sorted(errors, key=lambda e: not isinstance(e, BrokerUnavailable)):
-            raise error
-
-    def _reclaim(self, pool: ThreadPoolExecutor, stop: StopEvent, count: int) -> int:
-        """Take over at most ``count`` jobs idle past ``claim_idle_s`` (their worker died)."""
-        start: bytes | str = "0-0"
-        handled = 0
-        while not stop.is_set() and handled < count:
-            with broker(self._url):
-                reply = self._redis.xautoclaim(
-                    self.stream,
-                    WORKERS_GROUP,
-                    self.name,
-                    min_idle_time=self._claim_idle_ms,
-                    start_id=start,
-                    count=count - handled,
-                )
-            start, entries = reply[0], cast(list[Entry], reply[1])  # type: ignore[index]
-            if entries:
-                log.info("took over %d job(s) of a worker that stopped answering", len(entries))
-                with self._stats_lock:
-                    self.stats.reclaimed += len(entries)
-                handled += self._handle(entries, pool, redelivered=True)
-            if start in (b"0-0", "0-0"):
-                break
-        return handled
-
-    def _outage_deliveries_back(self, entries: list[Entry]) -> None:
-        """Reading its own pending jobs again after a Redis outage counted a delivery the
-        outage, not the jobs, caused: take it back."""
-        for entry_id, _ in entries:
-            count = deliveries(self._redis, self._url, self.stream, WORKERS_GROUP, entry_id)
-            self._put_back_delivery(entry_id, count)
-
-    def _put_back_delivery(self, entry_id: bytes, delivered: int) -> None:
-        put_back_delivery(
-            self._redis, self._url, self.stream, WORKERS_GROUP, self.name, entry_id, delivered
-        )
-
-    def _keep_claimed(self) -> None:
-        """Reset the idle time of the jobs in work here, so that a slow model call is not taken
-        for a dead worker's (JUSTID counts no delivery)."""
-        held = tuple(self._inflight_ids)
-        if held:
-            with broker(self._url):
-                self._redis.xclaim(
-                    self.stream, WORKERS_GROUP, self.name, 0, list(held), justid=True
-                )  # type: ignore[arg-type]
-
-    def _pending(self) -> int:
-        with broker(self._url):
-            return int(self._redis.xpending(self.stream, WORKERS_GROUP)["pending"])
-
-    def _handle(self, entries: list[Entry], pool: ThreadPoolExecutor, *, redelivered: bool) -> int:
-        """Start grading ``entries`` on the pool (those not in work here already), even when
-        stopping: they are jobs in hand. Each slot takes the next job as soon as it is free,
-        so one slow call holds up no other."""
-        started = 0
-        for entry_id, fields in entries:
-            if entry_id in self._inflight_ids:
-                continue  # read again from this consumer's pending entries, still in work
-            self._inflight_ids.add(entry_id)
-            future = pool.submit(self._handle_one, entry_id, fields, redelivered)
-            future.add_done_callback(self._forget(entry_id))
-            self._inflight.add(future)
-            started += 1
-        return started
-
-    def _forget(self, entry_id: bytes) -> Callable[[Future[None]], None]:
-        def forget(_: Future[None]) -> None:
-            self._inflight_ids.discard(entry_id)
-
-        return forget
-
-    def _handle_one(
-        self, entry_id: bytes, fields: dict[bytes, bytes] | None, redelivered: bool
-    ) -> None:
-        if fields is None:
-            # Trimmed from the stream while pending: nothing left to grade (its daemon finds
-            # the entry gone and publishes the job again).
-            with broker(self._url):
-                self._redis.xack(self.stream, WORKERS_GROUP, entry_id)
-            return
-        raw = fields.get(b"payload")
-        delivered = (
-            deliveries(self._redis, self._url, self.stream, WORKERS_GROUP, entry_id)
-            if redelivered
-            else 1
-        )
+    def parse(self, payload: bytes | None) -> Job:
         try:
-            if raw is None:
+            if payload is None:
                 raise PayloadError("payload: field missing from the entry")
-            job = decode_job(raw)
+            job = decode_job(payload)
         except Exception as exc:
             # Whatever is wrong with an entry, it must not stop every worker that reads it.
-            self._dead_letter(entry_id, raw, None, f"unreadable job: {exc}", delivered)
-            return
-        if delivered > self._s.max_deliveries:
-            error = f"delivered {delivered} times without being acknowledged"
-            self._dead_letter(entry_id, raw, job, error, delivered)
-            return
+            raise PayloadError(f"unreadable job: {exc}") from exc
         if job.grader != self.grader:
-            error = f"asks for grader {job.grader}, this worker grades with {self.grader}"
-            self._dead_letter(entry_id, raw, job, error, delivered)
-            return
-        try:
-            outcome = self._grade(job)
-        except TransientError:
-            # The model endpoint is away, which is not this job's fault: its delivery is put
-            # back and the worker backs off (see _loop).
-            self._put_back_delivery(entry_id, delivered)
-            raise
-        except Exception as exc:
-            error = f"grading failed: {type(exc).__name__}: {exc}"
-            if delivered >= self._s.max_deliveries:
-                self._dead_letter(entry_id, raw, job, error, delivered)
-                return
-            with self._stats_lock:
-                self.stats.failures += 1
-            log.warning(
-                "job %s (delivery %d of %d): %s; left pending for another try",
-                entry_id.decode(),
-                delivered,
-                self._s.max_deliveries,
-                error,
+            raise PayloadError(
+                f"asks for grader {job.grader}, this worker grades with {self.grader}"
             )
-            if not isinstance(exc, AclaraiError | OSError):
-                log.debug("grading job %s failed", entry_id.decode(), exc_info=True)
-            return
-        self._reply(entry_id, job, outcome)
-        with self._stats_lock:
-            self.stats.done += 1
+        return job
 
-    def _grade(self, job: Job) -> Outcome:
+    def work(self, job: Job) -> Outcome:
         agents = self._fresh_agents() if job.fresh else self._agents
         model = agents.evaluator.model_id
         if job.kind == "extract":
@@ -464,66 +249,55 @@ class GradingWorker:
             raise EvaluatorUnavailable(scores[0].status)
         return Outcome(job.key, self.name, scores=tuple(scores), model=model)
 
-    def _reply(self, entry_id: bytes, job: Job, outcome: Outcome) -> None:
-        with broker(self._url):
-            pipe = self._redis.pipeline(transaction=True)
+    def write_result(self, pipe: Pipeline, delivery: Delivery, job: Job, outcome: Outcome) -> None:
+        pipe.xadd(
+            job.reply_to,
+            {"payload": encode_outcome(outcome)},
+            maxlen=RESULTS_MAXLEN,
+            approximate=True,
+        )
+        pipe.delete(job_key(self._s.prefix, job.key))
+
+    def write_dead_letter(
+        self, pipe: Pipeline, delivery: Delivery, job: Job | None, error: str
+    ) -> None:
+        raw = delivery.payload
+        pipe.xadd(
+            self._dead,
+            {
+                "source_id": delivery.entry_id,
+                "stream": self.stream,
+                "error": error,
+                "payload": raw if raw is not None else b"",
+                "deliveries": delivery.count,
+                "worker": self.name,
+            },
+            maxlen=DEAD_MAXLEN,
+            approximate=True,
+        )
+        # Its daemon is told, so that the block fails (and is retried) instead of waiting for a
+        # result that will not come; a job it cannot read still names where to reply.
+        reply_to = job.reply_to if job is not None else reply_to_of(raw or b"")
+        if reply_to is not None and raw is not None:
+            key = key_of(raw)
+            outcome = Outcome(key, self.name, error=f"dead-lettered: {error}")
             pipe.xadd(
-                job.reply_to,
+                reply_to,
                 {"payload": encode_outcome(outcome)},
                 maxlen=RESULTS_MAXLEN,
                 approximate=True,
             )
-            pipe.xack(self.stream, WORKERS_GROUP, entry_id)
-            pipe.delete(job_key(self._s.prefix, job.key))
-            pipe.execute()
-
-    def _dead_letter(
-        self, entry_id: bytes, raw: bytes | None, job: Job | None, error: str, deliveries: int
-    ) -> None:
-        log.warning("job %s dead-lettered: %s", entry_id.decode(), error)
-        with broker(self._url):
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.xadd(
-                self._dead,
-                {
-                    "source_id": entry_id,
-                    "stream": self.stream,
-                    "error": error,
-                    "payload": raw if raw is not None else b"",
-                    "deliveries": deliveries,
-                    "worker": self.name,
-                },
-                maxlen=DEAD_MAXLEN,
-                approximate=True,
-            )
-            # Its daemon is told, so that the block fails (and is retried) instead of waiting
-            # for a result that will not come; a job it cannot read still names where to reply.
-            reply_to = job.reply_to if job is not None else reply_to_of(raw or b"")
-            if reply_to is not None and raw is not None:
-                key = key_of(raw)
-                outcome = Outcome(key, self.name, error=f"dead-lettered: {error}")
-                pipe.xadd(
-                    reply_to,
-                    {"payload": encode_outcome(outcome)},
-                    maxlen=RESULTS_MAXLEN,
-                    approximate=True,
-                )
-                pipe.delete(job_key(self._s.prefix, key))
-            pipe.xack(self.stream, WORKERS_GROUP, entry_id)
-            pipe.execute()
-        with self._stats_lock:
-            self.stats.dead_letters += 1
+            pipe.delete(job_key(self._s.prefix, key))
 
     def _beat_until(self, stopped: threading.Event) -> None:
         while not stopped.is_set():
             self._send_heartbeat()
             with contextlib.suppress(BrokerUnavailable):  # the loop logs the outage
-                self._keep_claimed()
+                self._loop.keep_claimed()
             stopped.wait(self._s.heartbeat_s)
 
     def _send_heartbeat(self) -> None:
-        with self._stats_lock:
-            stats = replace(self.stats)
+        stats = self._loop.stats
         heartbeat = Heartbeat(
             name=self.name,
             host=socket.gethostname(),
@@ -533,10 +307,10 @@ class GradingWorker:
             started_at=self._started,
             beat_at=time.time(),
             beat_every_s=self._s.heartbeat_s,
-            done=stats.done,
-            failures=stats.failures,
-            dead_letters=stats.dead_letters,
-            state=self._state,
+            done=stats.processed,
+            failures=stats.failed,
+            dead_letters=stats.dead_lettered,
+            state="stopped" if self._stopped else self._loop.state,
         )
         try:
             with broker(self._url):

@@ -21,7 +21,7 @@ import redis
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
-from aclarai.daemon.service.consume import ConsumerStats, run_consumer
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
@@ -29,6 +29,7 @@ from aclarai.daemon.service.core import (
     assemble_core,
     build_service_core,
 )
+from aclarai.daemon.stream_loop import StreamStats
 from tests.agents.service_fakes import OverlapEvaluator
 from tests.daemon.service_helpers import (
     evaluate_payload,
@@ -117,7 +118,7 @@ class ConsumerThread:
 
     def __init__(self, config: Config, core: ServiceCore, name: str):
         self.stop = threading.Event()
-        self.stats: ConsumerStats | None = None
+        self.stats: StreamStats | None = None
         self._thread = threading.Thread(
             target=self._run, args=(config, core, name), name=name, daemon=True
         )
@@ -126,7 +127,7 @@ class ConsumerThread:
     def _run(self, config: Config, core: ServiceCore, name: str) -> None:
         self.stats = run_consumer(config, core=core, consumer=name, stop_event=self.stop)
 
-    def join(self) -> ConsumerStats:
+    def join(self) -> StreamStats:
         self.stop.set()
         self._thread.join(timeout=WAIT_S)
         assert not self._thread.is_alive(), "consumer did not stop"
