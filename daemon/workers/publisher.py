@@ -44,7 +44,7 @@ from aclarai.agents import (
     as_read,
 )
 from aclarai.daemon.config import WorkersSettings
-from aclarai.daemon.redis_link import Backoff, broker, entries_of, redact
+from aclarai.daemon.redis_link import Backoff, broker, ensure_group, entries_of, redact
 from aclarai.daemon.workers.roster import backlog, workers_seen
 from aclarai.daemon.workers.wire import (
     Job,
@@ -291,7 +291,7 @@ class RemoteGrading:
         while not self._closed.is_set():
             try:
                 if not ready:
-                    self._ensure_group()
+                    ensure_group(self._redis, self._url, self.results_stream, GROUP)
                     # Results a killed run read but never settled come first, then those
                     # nobody read yet, before any caller publishes.
                     self._read("0", None)
@@ -324,14 +324,6 @@ class RemoteGrading:
     @property
     def _where(self) -> str:
         return redact(self._url)
-
-    def _ensure_group(self) -> None:
-        try:
-            with broker(self._url):
-                self._redis.xgroup_create(self.results_stream, GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
 
     def _read(self, cursor: str, block_ms: int | None) -> int:
         """Hand out the results after ``cursor`` (all pending ones from ``"0"``); how many."""
