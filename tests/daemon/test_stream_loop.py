@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -206,6 +207,44 @@ def test_a_model_outage_leaves_the_entry_pending_with_its_delivery_put_back(
     assert streams.pending() == [(entry, b"a", 0)]
     again = drain(streams.loop(streams.handler(), "a"))
     assert again.processed == 1 and streams.read(streams.dead) == []
+
+
+@pytest.mark.parametrize("jobs", [None, 3])
+def test_a_redis_outage_does_not_count_against_the_deliveries(
+    tmp_path: Path, jobs: int | None
+) -> None:
+    server = RedisServer(tmp_path, append_only=True)
+    server.start()
+    client = redis.Redis.from_url(server.url)
+    in_hand, go = threading.Event(), threading.Event()
+
+    def hold(_: str) -> None:
+        in_hand.set()
+        go.wait(20)
+
+    streams = Streams(client, server.url)
+    handler = streams.handler(hold)
+    # One delivery allowed: had the outage's re-read counted, the entry would be dead-lettered.
+    loop = streams.loop(handler, "a", max_deliveries=1, jobs=jobs)
+    stop = threading.Event()
+    thread = threading.Thread(target=loop.run, args=(stop,), daemon=True)
+    try:
+        streams.publish(b"survivor")
+        thread.start()
+        wait_for(in_hand.is_set)
+        server.stop()
+        go.set()  # its result meets Redis away
+        wait_for(lambda: loop.state == "waiting for Redis")
+        server.start()
+        wait_for(lambda: len(streams.read(streams.results)) == 1)
+        assert streams.read(streams.dead) == [] and streams.pending() == []
+    finally:
+        stop.set()
+        thread.join(10)
+        client.close()
+        server.stop()
+    assert loop.stats == StreamStats(processed=1, broker_outages=1)
+    assert handler.seen == ["survivor", "survivor"]
 
 
 @pytest.mark.parametrize("jobs", [None, 3])
