@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from aclarai.agents.llm.client import retry_after_s, translate_error
+from aclarai.agents.llm.errors import retry_after_s, translate_error
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable, TransientError
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
