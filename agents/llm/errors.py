@@ -159,7 +159,7 @@ def failure_status(exc: EvaluationError) -> str:
 def failed_score(exc: EvaluationError | None) -> Score:
     """The score of a claim whose evaluation failed with ``exc`` (``None``: never evaluated)."""
     status = failure_status(exc) if exc is not None else "not_evaluated"
-    return Score(None, None, None, status=status)
+    return Score.failed(status)
 
 
 def _says(exc: openai.APIStatusError, markers: Sequence[str]) -> bool:
