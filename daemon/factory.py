@@ -217,7 +217,7 @@ def _remote_agents(
     reevaluate: bool,
     remote: RemoteGrading | None,
 ) -> Agents:
-    from aclarai.agents.llm.agents import DECONTEXTUALIZATION_ROLE
+    from aclarai.agents.llm.per_agent import DECONTEXTUALIZATION_ROLE
     from aclarai.agents.tools import VECTOR_SEARCH
     from aclarai.daemon.redis_link import connect
     from aclarai.daemon.workers.publisher import RemoteEvaluator, RemoteExtractor, RemoteGrading
