@@ -531,7 +531,7 @@ class RemoteEvaluator(Evaluator):
         for group, outcome in zip(groups, self._grading.run(jobs), strict=True):
             if outcome.error is not None or len(outcome.scores) != len(group):
                 status = f"failed: {outcome.error or 'a worker returned a short result'}"
-                scores.extend(Score(None, None, None, status=status) for _ in group)
+                scores.extend(Score.failed(status) for _ in group)
             else:
                 scores.extend(outcome.scores)
         return scores

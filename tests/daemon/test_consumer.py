@@ -41,7 +41,7 @@ class FixedEvaluator(Evaluator):
             hook, self.before_next = self.before_next, None
             hook()
         if self.value is None:
-            return [Score(None, None, None, status=self.failure) for _ in items]
+            return [Score.failed(self.failure) for _ in items]
         return [Score(self.value, self.value, self.value) for _ in items]
 
 

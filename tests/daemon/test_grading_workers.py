@@ -141,7 +141,7 @@ def test_outcomes_read_back_exactly_floats_included() -> None:
         claims=((Claim("clm-1", "blk-2", "The deploy failed twice."),), (), "unparseable reply"),
         scores=(
             Score(awkward, 1 / 3, 2**-40, verdict="supported", justification="ok", omitted=("x",)),
-            Score(None, None, None, status="failed: unparseable_output"),
+            Score.failed("failed: unparseable_output"),
             Score(1.0, 0.0, 0.5, verdict="contradicted", omitted=()),
         ),
         model="scripted-model",

@@ -200,7 +200,7 @@ class FlakyEvaluator(Evaluator):
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         self.calls += len(items)
         if self.failing:
-            return [Score(None, None, None, status="endpoint unreachable") for _ in items]
+            return [Score.failed("endpoint unreachable") for _ in items]
         return [Score(0.8, 0.6, 0.9) for _ in items]
 
 
