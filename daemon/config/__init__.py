@@ -1,13 +1,22 @@
-"""The one configuration object: its models and loader (:mod:`.load`)."""
+"""The one configuration object: its sections (:mod:`.sections`), its loader (:mod:`.load`), the
+old key names still read (:mod:`.renames`) and the files generated from it (:mod:`.docs`)."""
 
 from aclarai.daemon.config.load import (
     DEFAULT_CONFIG_NAME,
     ENV_PREFIX,
+    Config,
+    default_config_path,
+    env_name,
+    load_config,
+    user_config_path,
+)
+from aclarai.daemon.config.sections import (
     AdoptSettings,
     ClaimifyModels,
-    Config,
     DashboardSettings,
     EvalSettings,
+    EvalStreamSettings,
+    GradingWorkersSettings,
     GraphSettings,
     ImportSettings,
     LLMSettings,
@@ -16,8 +25,6 @@ from aclarai.daemon.config.load import (
     Neo4jSettings,
     ProcessingSettings,
     QueueSettings,
-    RedisSettings,
-    RetrySettings,
     ServicePreChecks,
     ServiceSettings,
     ServiceThresholds,
@@ -31,10 +38,6 @@ from aclarai.daemon.config.load import (
     WatchSettings,
     WindowSettings,
     WindowSize,
-    WorkersSettings,
-    default_config_path,
-    load_config,
-    user_config_path,
 )
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "Config",
     "DashboardSettings",
     "EvalSettings",
+    "EvalStreamSettings",
+    "GradingWorkersSettings",
     "GraphSettings",
     "ImportSettings",
     "LLMSettings",
@@ -53,8 +58,6 @@ __all__ = [
     "Neo4jSettings",
     "ProcessingSettings",
     "QueueSettings",
-    "RedisSettings",
-    "RetrySettings",
     "ServicePreChecks",
     "ServiceSettings",
     "ServiceThresholds",
@@ -68,8 +71,8 @@ __all__ = [
     "WatchSettings",
     "WindowSettings",
     "WindowSize",
-    "WorkersSettings",
     "default_config_path",
+    "env_name",
     "load_config",
     "user_config_path",
 ]

@@ -8,8 +8,8 @@ being acknowledged, nor the other way round. It never reads the vault: the job c
 block's text and window.
 
 - A job pending on a worker that died is taken over with XAUTOCLAIM once it has been idle
-  ``claim_idle_s``, at start and then periodically; a live worker keeps the idle time of its
-  jobs in work fresh, however slow its model.
+  ``grading_workers.reclaim_after_s``, at start and then periodically; a live worker keeps the
+  idle time of its jobs in work fresh, however slow its model.
 - A job that cannot be read, or has been delivered ``max_deliveries`` times, goes to the
   dead-letter stream with its error; its daemon gets the error as the job's result.
 - While the model endpoint is unreachable a job stays pending with its delivery put back, and
@@ -34,7 +34,7 @@ from typing import Any, cast
 
 import redis
 
-from aclarai.daemon.config import Config, WorkersSettings
+from aclarai.daemon.config import Config, GradingWorkersSettings
 from aclarai.daemon.factory import Agents, build_local_agents, claim_idle_s, grader_of
 from aclarai.daemon.redis_link import (
     Backoff,
@@ -45,6 +45,7 @@ from aclarai.daemon.redis_link import (
     deliveries,
     ensure_group,
     entries_of,
+    millis,
     put_back_delivery,
     redact,
     sleep,
@@ -100,17 +101,19 @@ def run_grading_worker(
     """Grade jobs until stopped (or, with ``burst``, until none is left to take).
 
     Args:
-        config: ``workers`` names the Redis server; ``model`` how this worker grades.
+        config: ``grading_workers`` names the Redis server; ``model`` how this worker grades.
         state_dir: where this worker keeps its model caches and what it learned of endpoints.
         name: this worker's name in the group; ``<host>-<pid>`` by default.
         stop_event: stop when set; ``None``: SIGTERM and SIGINT stop it.
 
     Raises:
-        ConfigError: ``workers.redis_url`` is not set.
+        ConfigError: ``grading_workers.redis_url`` is not set.
     """
-    settings = config.workers
+    settings = config.grading_workers
     if settings.redis_url is None:
-        raise ConfigError("aclarai worker needs a Redis server: --redis URL or workers.redis_url")
+        raise ConfigError(
+            "aclarai worker needs a Redis server: --redis URL or grading_workers.redis_url"
+        )
     agents = build_local_agents(config, state_dir, None, reevaluate=False)
     fresh: list[Agents] = []
 
@@ -123,8 +126,8 @@ def run_grading_worker(
             fresh.append(build_local_agents(config, state_dir, None, reevaluate=True))
         return fresh[0]
 
-    jobs = settings.jobs or (agents.client.requests_at_once() if agents.client else 1)
-    client = connect(settings.redis_url, block_ms=settings.block_ms)
+    jobs = settings.jobs_per_worker or (agents.client.requests_at_once() if agents.client else 1)
+    client = connect(settings.redis_url, block_s=settings.block_s)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with stop_signals(stop_event) as stop:
@@ -150,7 +153,7 @@ class GradingWorker:
     def __init__(
         self,
         client: redis.Redis,
-        settings: WorkersSettings,
+        settings: GradingWorkersSettings,
         agents: Agents,
         fresh_agents: Callable[[], Agents],
         *,
@@ -233,7 +236,7 @@ class GradingWorker:
                     next_claim = time.monotonic() + claim_every_s
                 free = self._free_slots()
                 if free:
-                    block_ms = None if burst else self._s.block_ms
+                    block_ms = None if burst else millis(self._s.block_s)
                     entries = self._read(">", block_ms, free)
                     worked += self._handle(entries, pool, redelivered=False)
                 if burst and worked == 0:
@@ -278,7 +281,7 @@ class GradingWorker:
     def _free_slots(self) -> int:
         """Jobs this worker can start now; waits (a little) for one to finish when none."""
         if len(self._inflight) >= self._jobs:
-            wait(self._inflight, timeout=self._s.block_ms / 1000, return_when=FIRST_COMPLETED)
+            wait(self._inflight, timeout=self._s.block_s, return_when=FIRST_COMPLETED)
         self._harvest()
         return max(0, self._jobs - len(self._inflight))
 

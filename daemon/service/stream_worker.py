@@ -1,16 +1,17 @@
 """The Redis Stream worker of the evaluation service (``aclarai consume``).
 
-Each entry of ``redis.stream`` (default ``eval-events``) carries a ``payload`` field holding the
-same JSON as ``POST /api/v1/evaluate``. Consumers join ``redis.group``; each result is XADDed to
-``redis.results_stream`` with the event id, and the entry is XACKed in the same MULTI/EXEC, so a
-result is never written without its entry being acknowledged, nor the other way round.
+Each entry of ``eval_stream.stream`` (default ``eval-events``) carries a ``payload`` field holding
+the same JSON as ``POST /api/v1/evaluate``. Consumers join ``eval_stream.group``; each result is
+XADDed to ``eval_stream.results_stream`` with the event id, and the entry is XACKed in the same
+MULTI/EXEC, so a result is never written without its entry being acknowledged, nor the other way
+round.
 
 Delivery is at least once and nothing is lost: an entry read but never acknowledged (its consumer
-died) is taken over with XAUTOCLAIM once it has been pending ``redis.claim_idle_ms``, at start and
-periodically. An entry whose payload cannot be parsed, that failed on its last allowed delivery, or
-that has been delivered more than ``redis.max_deliveries`` times (it keeps killing consumers) goes
-to ``redis.dead_letter_stream`` with the error, and is acknowledged. Several consumers (processes)
-share one group; that is how the service scales out.
+died) is taken over with XAUTOCLAIM once it has been pending ``eval_stream.reclaim_after_s``, at
+start and periodically. An entry whose payload cannot be parsed, that failed on its last allowed
+delivery, or that has been delivered more than ``eval_stream.max_deliveries`` times (it keeps
+killing consumers) goes to ``eval_stream.dead_letter_stream`` with the error, and is acknowledged.
+Several consumers (processes) share one group; that is how the service scales out.
 
 Redis being unreachable is never fatal: it is logged once, retried with capped exponential
 backoff, and logged again when the connection is back. The model endpoint being unreachable is
@@ -18,7 +19,7 @@ handled the same way: the entry is not acknowledged (no ``review`` verdict made 
 and stays pending with its delivery count put back, so an outage never dead-letters events. A
 stop request (SIGTERM, SIGINT or the caller's stop event) lets the entry in hand finish; entries
 read in the same batch but not started stay pending and are reclaimed by another consumer after
-``claim_idle_ms``.
+``reclaim_after_s``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import cast
 
 import redis
 
-from aclarai.daemon.config import Config, RedisSettings
+from aclarai.daemon.config import Config, EvalStreamSettings
 from aclarai.daemon.redis_link import (
     Backoff,
     Entry,
@@ -43,6 +44,7 @@ from aclarai.daemon.redis_link import (
     deliveries,
     ensure_group,
     entries_of,
+    millis,
     put_back_delivery,
     redact,
     sleep,
@@ -88,7 +90,7 @@ def run_worker(
     """Consume evaluation events until stopped.
 
     Args:
-        config: the ``redis`` section names the server, streams and group; ``service`` the
+        config: the ``eval_stream`` section names the server, streams and group; ``service`` the
             evaluation settings.
         core: the evaluation objects; built from ``config`` (and closed) when ``None``.
         consumer: this consumer's name in the group; ``<host>-<pid>`` by default.
@@ -102,8 +104,8 @@ def run_worker(
     """
     own = core is None
     core = core or build_service_core(config)
-    settings = config.redis
-    client = connect(settings.url, block_ms=settings.block_ms)
+    settings = config.eval_stream
+    client = connect(settings.redis_url, block_s=settings.block_s)
     name = consumer or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with stop_signals(stop_event) as stop:
@@ -127,7 +129,7 @@ class StreamWorker:
     def __init__(
         self,
         client: redis.Redis,
-        settings: RedisSettings,
+        settings: EvalStreamSettings,
         core: ServiceCore,
         *,
         name: str,
@@ -145,14 +147,14 @@ class StreamWorker:
         ready = down = model_down = False
         backoff = Backoff()
         next_claim = 0.0
-        claim_every_s = max(0.05, self._s.claim_idle_ms / 2000)
+        claim_every_s = max(0.05, self._s.reclaim_after_s / 2)
         while not stop.is_set():
             try:
                 if not ready:
                     self._ensure_group()
                     self._drain_own_pending(stop)
                     if down:
-                        logger.info("Redis at %s is reachable again", redact(self._s.url))
+                        logger.info("Redis at %s is reachable again", redact(self._s.redis_url))
                     if model_down:
                         logger.info("the model answers again; pending events evaluated")
                     ready, down, model_down = True, False, False
@@ -161,7 +163,7 @@ class StreamWorker:
                 if self._clock() >= next_claim:
                     worked += self._reclaim(stop)
                     next_claim = self._clock() + claim_every_s
-                worked += self._read_new(stop, None if burst else self._s.block_ms)
+                worked += self._read_new(stop, None if burst else millis(self._s.block_s))
                 if burst and worked == 0:
                     if not self._pending_count():
                         break
@@ -191,14 +193,14 @@ class StreamWorker:
         return self.stats
 
     def _ensure_group(self) -> None:
-        if ensure_group(self._redis, self._s.url, self._s.stream, self._s.group):
+        if ensure_group(self._redis, self._s.redis_url, self._s.stream, self._s.group):
             logger.info("created consumer group %s on %s", self._s.group, self._s.stream)
 
     def _drain_own_pending(self, stop: StopEvent) -> None:
         """Entries this consumer name read before a restart or an outage, handled first."""
         cursor: bytes | str = "0"
         while not stop.is_set():
-            with broker(self._s.url):
+            with broker(self._s.redis_url):
                 reply = self._redis.xreadgroup(
                     self._s.group, self.name, {self._s.stream: cursor}, count=self._s.batch
                 )
@@ -212,12 +214,12 @@ class StreamWorker:
         start = "0-0"
         handled = 0
         while not stop.is_set():
-            with broker(self._s.url):
+            with broker(self._s.redis_url):
                 reply = self._redis.xautoclaim(
                     self._s.stream,
                     self._s.group,
                     self.name,
-                    min_idle_time=self._s.claim_idle_ms,
+                    min_idle_time=millis(self._s.reclaim_after_s),
                     start_id=start,
                     count=self._s.batch,
                 )
@@ -230,7 +232,7 @@ class StreamWorker:
         return handled
 
     def _read_new(self, stop: StopEvent, block_ms: int | None) -> int:
-        with broker(self._s.url):
+        with broker(self._s.redis_url):
             reply = self._redis.xreadgroup(
                 self._s.group,
                 self.name,
@@ -242,7 +244,7 @@ class StreamWorker:
         return self._handle_all(entries, stop, reclaimed=False, counted=False)
 
     def _pending_count(self) -> int:
-        with broker(self._s.url):
+        with broker(self._s.redis_url):
             summary = self._redis.xpending(self._s.stream, self._s.group)
         return int(summary["pending"])
 
@@ -260,7 +262,7 @@ class StreamWorker:
         return handled
 
     def _deliveries(self, entry_id: bytes) -> int:
-        return deliveries(self._redis, self._s.url, self._s.stream, self._s.group, entry_id)
+        return deliveries(self._redis, self._s.redis_url, self._s.stream, self._s.group, entry_id)
 
     def _handle(self, entry_id: bytes, fields: dict[bytes, bytes] | None, deliveries: int) -> None:
         if fields is None:
@@ -287,7 +289,7 @@ class StreamWorker:
             # with its delivery count put back, and the worker backs off (see run).
             put_back_delivery(
                 self._redis,
-                self._s.url,
+                self._s.redis_url,
                 self._s.stream,
                 self._s.group,
                 self.name,
@@ -312,7 +314,7 @@ class StreamWorker:
         self._write_result(entry_id, request, response.model_dump_json())
 
     def _write_result(self, entry_id: bytes, request: EvaluateRequest, payload: str) -> None:
-        with broker(self._s.url):
+        with broker(self._s.redis_url):
             pipe = self._redis.pipeline(transaction=True)
             pipe.xadd(
                 self._s.results_stream,
@@ -324,7 +326,7 @@ class StreamWorker:
 
     def _dead_letter(self, entry_id: bytes, raw: bytes | None, error: str, deliveries: int) -> None:
         logger.warning("entry %s dead-lettered: %s", entry_id.decode(), error)
-        with broker(self._s.url):
+        with broker(self._s.redis_url):
             pipe = self._redis.pipeline(transaction=True)
             pipe.xadd(
                 self._s.dead_letter_stream,
@@ -341,5 +343,5 @@ class StreamWorker:
         self.stats.dead_lettered += 1
 
     def _ack(self, entry_id: bytes) -> None:
-        with broker(self._s.url):
+        with broker(self._s.redis_url):
             self._redis.xack(self._s.stream, self._s.group, entry_id)
