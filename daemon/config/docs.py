@@ -11,7 +11,7 @@ import textwrap
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeGuard, Union, get_args, get_origin
 
 import annotated_types
 import yaml
@@ -51,17 +51,20 @@ class Key:
         return (self.field.description or "").replace("``", "`")
 
 
-def keys(model: type[BaseModel] = Config, prefix: str = "") -> Iterator[Key]:
-    """Every key of ``model`` in order, each section before the keys inside it."""
-    defaults = Config().model_dump(mode="json", by_alias=True)
+def keys() -> Iterator[Key]:
+    """Every key of the configuration in order, each section before the keys inside it."""
+    return _keys(Config, "", Config().model_dump(mode="json", by_alias=True))
+
+
+def _keys(model: type[BaseModel], prefix: str, defaults: dict[str, Any]) -> Iterator[Key]:
     for name, field in model.model_fields.items():
         key_name = field.alias or name
         dotted = f"{prefix}{key_name}"
         annotation = field.annotation
         section = annotation if _is_section(annotation) else None
-        yield Key(dotted, key_name, field, _value_at(defaults, dotted), section)
+        yield Key(dotted, key_name, field, defaults[key_name], section)
         if section is not None:
-            yield from keys(section, f"{dotted}.")
+            yield from _keys(section, f"{dotted}.", defaults[key_name])
 
 
 def leaf_keys() -> list[str]:
@@ -135,6 +138,9 @@ a crontab line that does not parse, or two keys that contradict each other (a re
 not below the pass threshold, both answer weights 0) stops it with one line naming the dotted
 key and the file or variable that set it, and exit status 1. Keys that were renamed are still
 read under their old names for a while, each with a warning: see [Old names](#old-names).
+
+Secrets are never in the file: the configuration names the environment variable that holds each
+(`graph.neo4j.password_env`, `model.llm.api_key_env`, `service.token_env`).
 """
 
 
@@ -162,14 +168,8 @@ def _renames_table() -> str:
     )
 
 
-def _is_section(annotation: Any) -> bool:
+def _is_section(annotation: Any) -> TypeGuard[type[BaseModel]]:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def _value_at(data: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        data = data[part]
-    return data
 
 
 def _comment(text: str, indent: str) -> list[str]:

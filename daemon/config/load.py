@@ -48,7 +48,7 @@ from aclarai.parsers import ConfigError
 
 DEFAULT_CONFIG_NAME = "aclarai.config.default.yaml"
 ENV_PREFIX = "ACLARAI_"
-COMMAND_LINE = "command line"
+COMMAND_LINE = "the command line"
 DEFAULTS = "the shipped defaults"
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ def _config_error(error: Any, data: dict[str, Any], origins: Mapping[str, str]) 
         ctx = error["ctx"]
         keys = {slot: f"{section}.{ctx[slot]}" for slot in ("first", "second")}
         named = {
-            slot: f"{key} ({_value_at(data, key)!r}, in {_origin(key, origins)})"
+            slot: f"{key} ({_value_at(data, key)!r}, from {_origin(key, origins)})"
             for slot, key in keys.items()
         }
         return ConfigError(
@@ -259,7 +259,7 @@ def _config_error(error: Any, data: dict[str, Any], origins: Mapping[str, str]) 
     message = str(error["msg"]).removeprefix("Value error, ")
     source = _origin(section, origins)
     return ConfigError(
-        f"invalid config value for {section} (in {source}): {message}", key=section, source=source
+        f"invalid config value for {section} (from {source}): {message}", key=section, source=source
     )
 
 

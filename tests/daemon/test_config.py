@@ -217,7 +217,7 @@ def test_an_old_section_keeps_its_unknown_keys_unknown(tmp_path: Path) -> None:
 
 def test_the_log_level_is_one_of_the_levels_in_any_case() -> None:
     assert load_config(env={"ACLARAI_LOGGING__LEVEL": "warning"}).logging.level == "WARNING"
-    with pytest.raises(ConfigError, match=r"logging\.level \(in ACLARAI_LOGGING__LEVEL\)"):
+    with pytest.raises(ConfigError, match=r"logging\.level \(from ACLARAI_LOGGING__LEVEL\)"):
         load_config(env={"ACLARAI_LOGGING__LEVEL": "LOUD"})
 
 
@@ -266,7 +266,7 @@ def test_a_contradiction_names_where_each_key_was_set(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(user, env={"ACLARAI_SERVICE__THRESHOLDS__PASS_ABOVE": "0.6"})
     assert str(info.value) == (
-        f"invalid config: service.thresholds.review_above (0.7, in {user}) must be below "
-        "service.thresholds.pass_above (0.6, in ACLARAI_SERVICE__THRESHOLDS__PASS_ABOVE)"
+        f"invalid config: service.thresholds.review_above (0.7, from {user}) must be below "
+        "service.thresholds.pass_above (0.6, from ACLARAI_SERVICE__THRESHOLDS__PASS_ABOVE)"
     )
     assert info.value.source == str(user)

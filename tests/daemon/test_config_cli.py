@@ -60,11 +60,11 @@ def test_a_bad_environment_variable_or_flag_is_named(
     monkeypatch.setenv("ACLARAI_WATCH__RECONCILE_CRON", "at noon")
     assert main(["status", str(notes)]) == 1
     [line] = capsys.readouterr().err.splitlines()
-    assert "watch.reconcile_cron (in ACLARAI_WATCH__RECONCILE_CRON)" in line
+    assert "watch.reconcile_cron (from ACLARAI_WATCH__RECONCILE_CRON)" in line
     monkeypatch.delenv("ACLARAI_WATCH__RECONCILE_CRON")
     assert main(["--log-level", "LOUD", "status", str(notes)]) == 1
     [line] = capsys.readouterr().err.splitlines()
-    assert "logging.level (in command line)" in line
+    assert "logging.level (from the command line)" in line
 
 
 def test_an_old_key_name_works_with_one_warning_line(
