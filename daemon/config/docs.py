@@ -94,24 +94,29 @@ def default_yaml() -> str:
 
 
 def configuration_page() -> str:
-    """``docs/configuration.md``: where the configuration comes from, then every key."""
-    parts = [_INTRO.rstrip("\n")]
-    table: list[str] = []
-    for key in keys():
-        if key.section is not None:
-            parts.append("\n".join(table))
-            table = []
-            hashes = "#" * (key.depth + 2)
-            parts.append(f"{hashes} `{key.dotted}`\n\n{_one_line(key.description)}")
-            if any(not _is_section(f.annotation) for f in key.section.model_fields.values()):
-                table = ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"]
-            continue
-        table.append(
+    """``docs/configuration.md``: where the configuration comes from, then every section with a
+    table of its keys."""
+    every = list(keys())
+    top = [key.dotted for key in every if key.section is not None and key.depth == 0]
+    index = ", ".join(f"[`{name}`](#{name})" for name in top)
+    parts = [_INTRO.rstrip("\n"), f"Sections: {index}; then [Old names](#old-names)."]
+    for section in (key for key in every if key.section is not None):
+        hashes = "#" * (section.depth + 2)
+        parts.append(f"{hashes} `{section.dotted}`\n\n{_one_line(section.description)}")
+        rows = [
             f"| `{key.dotted}` | {_type_name(key.field)} | {_default_cell(key.default)} "
             f"| {_cell(key.description)} |"
-        )
-    parts += ["\n".join(table), _renames_table()]
-    return "\n\n".join(p for p in parts if p) + "\n"
+            for key in every
+            if key.section is None and key.dotted.rpartition(".")[0] == section.dotted
+        ]
+        if rows:
+            parts.append(
+                "\n".join(
+                    ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |", *rows]
+                )
+            )
+    parts.append(_renames_table())
+    return "\n\n".join(parts) + "\n"
 
 
 _INTRO = """\
