@@ -15,7 +15,7 @@ class Rename:
     old: str
     new: str
     per_thousand: bool = False
-    """The old key counted milliseconds, the new one seconds."""
+    """The old key is in milliseconds, the new one in seconds."""
 
     def convert(self, value: Any) -> Any:
         if self.per_thousand and isinstance(value, int | float) and not isinstance(value, bool):
