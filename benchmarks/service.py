@@ -137,9 +137,9 @@ def http_run(url: str, payloads: list[dict[str, Any]], requests: int, concurrenc
 def consume_run(
     config: Config, payloads: list[dict[str, Any]], entries: int, processes: int
 ) -> str:
-    client = redis.Redis.from_url(config.redis.url)
-    client.delete(config.redis.stream, config.redis.results_stream)
-    client.xgroup_create(config.redis.stream, config.redis.group, id="0", mkstream=True)
+    client = redis.Redis.from_url(config.eval_stream.redis_url)
+    client.delete(config.eval_stream.stream, config.eval_stream.results_stream)
+    client.xgroup_create(config.eval_stream.stream, config.eval_stream.group, id="0", mkstream=True)
     overrides = json.dumps(_overrides(config))
     workers = [
         subprocess.Popen(
@@ -150,14 +150,16 @@ def consume_run(
         for k in range(processes)
     ]
     # Time the steady state only: start the clock once every consumer has joined the group.
-    while len(client.xinfo_consumers(config.redis.stream, config.redis.group)) < processes:
+    while (
+        len(client.xinfo_consumers(config.eval_stream.stream, config.eval_stream.group)) < processes
+    ):
         time.sleep(0.05)
     started = time.perf_counter()
     pipe = client.pipeline(transaction=False)
     for n in range(entries):
-        pipe.xadd(config.redis.stream, {"payload": json.dumps(payloads[n % len(payloads)])})
+        pipe.xadd(config.eval_stream.stream, {"payload": json.dumps(payloads[n % len(payloads)])})
     pipe.execute()
-    while client.xlen(config.redis.results_stream) < entries:
+    while client.xlen(config.eval_stream.results_stream) < entries:
         time.sleep(0.01)
     wall = time.perf_counter() - started
     for worker in workers:
@@ -172,7 +174,7 @@ def consume_run(
 
 
 def _overrides(config: Config) -> dict[str, Any]:
-    return {f"redis.{k}": v for k, v in config.redis.model_dump().items()}
+    return {f"eval_stream.{k}": v for k, v in config.eval_stream.model_dump().items()}
 
 
 def consume_worker(overrides_json: str, name: str) -> None:
@@ -207,12 +209,12 @@ def main() -> None:
         config = load_config(
             env={"XDG_CONFIG_HOME": home, "ACLARAI_STATE_DIR": home},
             overrides={
-                "redis.url": redis_url,
-                "redis.block_ms": 200,
-                "redis.stream": f"{run}-events",
-                "redis.group": f"{run}-group",
-                "redis.results_stream": f"{run}-results",
-                "redis.dead_letter_stream": f"{run}-dead-letter",
+                "eval_stream.redis_url": redis_url,
+                "eval_stream.block_s": 0.2,
+                "eval_stream.stream": f"{run}-events",
+                "eval_stream.group": f"{run}-group",
+                "eval_stream.results_stream": f"{run}-results",
+                "eval_stream.dead_letter_stream": f"{run}-dead-letter",
             },
         )
         print(f"{len(payloads)} distinct payloads, offline backend")
@@ -224,7 +226,7 @@ def main() -> None:
             for processes in (1, 2):
                 print(consume_run(config, payloads, args.entries, processes), flush=True)
         finally:
-            names = config.redis
+            names = config.eval_stream
             with redis.Redis.from_url(redis_url) as client:
                 client.delete(names.stream, names.results_stream, names.dead_letter_stream)
 

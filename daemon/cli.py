@@ -375,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reevaluate", action="store_true", help="re-score every claim, bypass cache")
     p.add_argument("--graph", choices=["sqlite", "neo4j"], help="graph backend (graph.backend)")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
-    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
+    p.add_argument(
+        "--redis", metavar="URL", help="grade through workers (grading_workers.redis_url)"
+    )
     p.add_argument(
         "--wait",
         type=float,
@@ -388,7 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="run the daemon: watch the vault, score what changes")
     p.add_argument("vault", nargs="?", help="vault folder (default: vault.path)")
     p.add_argument("--polling", action="store_true", help="poll instead of inotify (watch.polling)")
-    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
+    p.add_argument(
+        "--redis", metavar="URL", help="grade through workers (grading_workers.redis_url)"
+    )
     p.set_defaults(handler=cmd_watch)
 
     for name, text in (
@@ -505,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_serve)
 
-    p = sub.add_parser("consume", help="evaluate events from the Redis Stream (redis.*)")
+    p = sub.add_parser("consume", help="evaluate events from the Redis Stream (eval_stream.*)")
     p.add_argument("--name", help="consumer name in the group (default <host>-<pid>)")
     p.add_argument("--burst", action="store_true", help="drain the stream, then exit")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
@@ -513,11 +517,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "worker",
-        help="grade the vault daemons' work from Redis (workers.*) with this machine's model",
+        help="grade the vault daemons' work from Redis (grading_workers.*) with this machine's "
+        "model",
     )
-    p.add_argument("--redis", metavar="URL", help="the Redis server (workers.redis_url)")
+    p.add_argument("--redis", metavar="URL", help="the Redis server (grading_workers.redis_url)")
     p.add_argument("--name", help="worker name in the group (default <host>-<pid>)")
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs at once (workers.jobs)")
+    p.add_argument(
+        "--jobs", type=int, metavar="N", help="jobs at once (grading_workers.jobs_per_worker)"
+    )
     p.add_argument("--burst", action="store_true", help="grade what is waiting, then exit")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
     p.set_defaults(handler=cmd_worker)
@@ -533,11 +540,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     if getattr(args, "polling", False):
         overrides["watch.polling"] = True
     if getattr(args, "redis", None):
-        overrides["workers.redis_url"] = args.redis
+        overrides["grading_workers.redis_url"] = args.redis
     if getattr(args, "into", None):
         overrides["import.folder"] = args.into
     if getattr(args, "jobs", None) is not None:
-        overrides["workers.jobs"] = args.jobs
+        overrides["grading_workers.jobs_per_worker"] = args.jobs
     if args.log_level:
         overrides["logging.level"] = args.log_level
     if args.log_json:
@@ -549,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # Logging first with its defaults: loading may warn (an old key name) before the
+        # configuration says how to log.
+        setup_logging()
         config = _bound(args, load_config(args.config, overrides=_overrides(args)))
         setup_logging(config.logging.level, config.logging.format)
         handler: Handler = args.handler

@@ -44,6 +44,7 @@ from aclarai.daemon.redis_link import (
     deliveries,
     ensure_group,
     entries_of,
+    millis,
     put_back_delivery,
     redact,
     sleep,
@@ -240,7 +241,7 @@ class StreamLoop(Generic[Item, Result]):
                     worked += self._reclaim(stop)
                     next_claim = self._clock() + claim_every_s
                 if room := self._room(patient=True):
-                    block_ms = None if burst else int(self._s.block_s * 1000)
+                    block_ms = None if burst else millis(self._s.block_s)
                     entries = self._read(">", block_ms, room)
                     worked += self._start(entries, stop, redelivered=False)
                 if burst and worked == 0:
@@ -306,7 +307,7 @@ class StreamLoop(Generic[Item, Result]):
                     self._s.stream,
                     self._s.group,
                     self.name,
-                    min_idle_time=max(1, int(self._s.reclaim_after_s * 1000)),
+                    min_idle_time=millis(self._s.reclaim_after_s),
                     start_id=start,
                     count=room,
                 )

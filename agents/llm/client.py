@@ -129,7 +129,7 @@ class EndpointSettings:
 
     @classmethod
     def from_settings(cls, llm: LLMSettingsLike, *, max_attempts: int) -> EndpointSettings:
-        """Build from the ``model.llm`` section and ``processing.retries.max_attempts``."""
+        """Build from the ``model.llm`` section and its ``max_attempts``."""
         return cls(
             api_base=llm.api_base,
             temperature=llm.temperature,

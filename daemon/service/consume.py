@@ -1,16 +1,17 @@
 """The Redis Stream consumer of the evaluation service (``aclarai consume``).
 
-Each entry of ``redis.stream`` (default ``eval-events``) carries a ``payload`` field holding the
-same JSON as ``POST /api/v1/evaluate``. Consumers join ``redis.group``; each result is XADDed to
-``redis.results_stream`` with the event id, and the entry is XACKed in the same MULTI/EXEC, so a
-result is never written without its entry being acknowledged, nor the other way round.
+Each entry of ``eval_stream.stream`` (default ``eval-events``) carries a ``payload`` field holding
+the same JSON as ``POST /api/v1/evaluate``. Consumers join ``eval_stream.group``; each result is
+XADDed to ``eval_stream.results_stream`` with the event id, and the entry is XACKed in the same
+MULTI/EXEC, so a result is never written without its entry being acknowledged, nor the other way
+round.
 
 Delivery is at least once and nothing is lost: an entry read but never acknowledged (its consumer
-died) is taken over with XAUTOCLAIM once it has been pending ``redis.claim_idle_ms``, at start and
-periodically. An entry whose payload cannot be parsed, that failed on its last allowed delivery, or
-that has been delivered more than ``redis.max_deliveries`` times (it keeps killing consumers) goes
-to ``redis.dead_letter_stream`` with the error, and is acknowledged. Several consumers (processes)
-share one group; that is how the service scales out.
+died) is taken over with XAUTOCLAIM once it has been pending ``eval_stream.reclaim_after_s``, at
+start and periodically. An entry whose payload cannot be parsed, that failed on its last allowed
+delivery, or that has been delivered more than ``eval_stream.max_deliveries`` times (it keeps
+killing consumers) goes to ``eval_stream.dead_letter_stream`` with the error, and is
+acknowledged. Several consumers (processes) share one group; that is how the service scales out.
 
 Redis being unreachable is never fatal: it is logged once, retried with capped exponential
 backoff, and logged again when the connection is back. The model endpoint being unreachable is
@@ -18,8 +19,8 @@ handled the same way: the entry is not acknowledged (no ``review`` verdict made 
 and stays pending with its delivery count put back, so an outage never dead-letters events. A
 stop request (SIGTERM, SIGINT or the caller's stop event) lets the entry in hand finish; entries
 read in the same batch but not started stay pending and are reclaimed by another consumer after
-``claim_idle_ms``. That loop is :mod:`aclarai.daemon.stream_loop`'s; this module says what an
-event means.
+``eval_stream.reclaim_after_s``. That loop is :mod:`aclarai.daemon.stream_loop`'s; this module
+says what an event means.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Callable
 import redis
 from redis.client import Pipeline
 
-from aclarai.daemon.config import Config, RedisSettings
+from aclarai.daemon.config import Config, EvalStreamSettings
 from aclarai.daemon.redis_link import StopEvent, connect, stop_signals
 from aclarai.daemon.service.core import (
     EvaluateRequest,
@@ -81,8 +82,8 @@ def run_consumer(
     """
     own = core is None
     core = core or build_service_core(config)
-    settings = config.redis
-    client = connect(settings.url, block_ms=settings.block_ms)
+    settings = config.eval_stream
+    client = connect(settings.redis_url, block_s=settings.block_s)
     name = consumer or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with stop_signals(stop_event) as stop:
@@ -107,7 +108,7 @@ class EvalStreamConsumer:
     def __init__(
         self,
         client: redis.Redis,
-        settings: RedisSettings,
+        settings: EvalStreamSettings,
         core: ServiceCore,
         *,
         name: str,
@@ -117,12 +118,12 @@ class EvalStreamConsumer:
         self._core = core
         self.name = name
         spec = StreamSpec(
-            url=settings.url,
+            url=settings.redis_url,
             stream=settings.stream,
             group=settings.group,
             max_deliveries=settings.max_deliveries,
-            reclaim_after_s=settings.claim_idle_ms / 1000,
-            block_s=settings.block_ms / 1000,
+            reclaim_after_s=settings.reclaim_after_s,
+            block_s=settings.block_s,
             batch=settings.batch,
         )
         self._loop = StreamLoop(client, spec, self, name=name, words=WORDS, log=logger, clock=clock)

@@ -43,8 +43,8 @@ from aclarai.agents import (
     Utterance,
     as_read,
 )
-from aclarai.daemon.config import WorkersSettings
-from aclarai.daemon.redis_link import Backoff, broker, ensure_group, entries_of, redact
+from aclarai.daemon.config import GradingWorkersSettings
+from aclarai.daemon.redis_link import Backoff, broker, ensure_group, entries_of, millis, redact
 from aclarai.daemon.workers.roster import backlog, workers_seen
 from aclarai.daemon.workers.wire import (
     Job,
@@ -107,7 +107,7 @@ class RemoteGrading:
 
     Args:
         client: a Redis client (bytes in, bytes out).
-        settings: the ``workers`` section.
+        settings: the ``grading_workers`` section.
         grader: the identity of the grader every job asks for.
         vault_id: names this vault's results stream.
     """
@@ -115,7 +115,7 @@ class RemoteGrading:
     def __init__(
         self,
         client: redis.Redis,
-        settings: WorkersSettings,
+        settings: GradingWorkersSettings,
         *,
         grader: str,
         vault_id: str,
@@ -303,7 +303,7 @@ class RemoteGrading:
                     ready, down = True, False
                     backoff.reset()
                     self._broker_error = None
-                self._read(">", self._s.block_ms)
+                self._read(">", millis(self._s.block_s))
                 self._housekeeping()
                 continue
             except Exception as exc:

@@ -8,8 +8,8 @@ being acknowledged, nor the other way round. It never reads the vault: the job c
 block's text and window.
 
 - A job pending on a worker that died is taken over with XAUTOCLAIM once it has been idle
-  ``claim_idle_s``, at start and then periodically; a live worker keeps the idle time of its
-  jobs in work fresh, however slow its model.
+  ``grading_workers.reclaim_after_s``, at start and then periodically; a live worker keeps the
+  idle time of its jobs in work fresh, however slow its model.
 - A job that cannot be read, or has been delivered ``max_deliveries`` times, goes to the
   dead-letter stream with its error; its daemon gets the error as the job's result.
 - While the model endpoint is unreachable a job stays pending with its delivery put back, and
@@ -36,7 +36,7 @@ import redis
 from redis.client import Pipeline
 
 from aclarai.agents import ClaimExtractor, Evaluator, LLMClient, VectorIndex
-from aclarai.daemon.config import Config, WorkersSettings
+from aclarai.daemon.config import Config, GradingWorkersSettings
 from aclarai.daemon.redis_link import StopEvent, broker, connect, redact, stop_signals
 from aclarai.daemon.stream_loop import Delivery, StreamLoop, StreamSpec, StreamStats, Words
 from aclarai.daemon.workers.roster import WORKERS_GROUP, Heartbeat, beat
@@ -105,11 +105,13 @@ def run_worker(
         stop_event: stop when set; ``None``: SIGTERM and SIGINT stop it.
 
     Raises:
-        ConfigError: ``workers.redis_url`` is not set.
+        ConfigError: ``grading_workers.redis_url`` is not set.
     """
-    settings = config.workers
+    settings = config.grading_workers
     if settings.redis_url is None:
-        raise ConfigError("aclarai worker needs a Redis server: --redis URL or workers.redis_url")
+        raise ConfigError(
+            "aclarai worker needs a Redis server: --redis URL or grading_workers.redis_url"
+        )
     agents = build_agents(False)
     fresh: list[WorkerAgents] = []
 
@@ -122,8 +124,8 @@ def run_worker(
             fresh.append(build_agents(True))
         return fresh[0]
 
-    jobs = settings.jobs or (agents.client.requests_at_once() if agents.client else 1)
-    client = connect(settings.redis_url, block_ms=settings.block_ms)
+    jobs = settings.jobs_per_worker or (agents.client.requests_at_once() if agents.client else 1)
+    client = connect(settings.redis_url, block_s=settings.block_s)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
     try:
         with stop_signals(stop_event) as stop:
@@ -151,7 +153,7 @@ class GradingWorker:
     def __init__(
         self,
         client: redis.Redis,
-        settings: WorkersSettings,
+        settings: GradingWorkersSettings,
         agents: WorkerAgents,
         fresh_agents: Callable[[], WorkerAgents],
         *,
@@ -177,7 +179,7 @@ class GradingWorker:
             group=WORKERS_GROUP,
             max_deliveries=settings.max_deliveries,
             reclaim_after_s=claim_idle_s,
-            block_s=settings.block_ms / 1000,
+            block_s=settings.block_s,
             jobs=self._jobs,
         )
         self._loop = StreamLoop(client, spec, self, name=name, words=WORDS, log=log)

@@ -213,7 +213,7 @@ def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
         queue,
         build_agents(config, state).extractor,
         evaluator,
-        ProcessingSettings(workers=1),
+        ProcessingSettings(concurrent_notes=1),
     )
     return notes, consumer, store, queue
 

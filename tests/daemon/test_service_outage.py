@@ -56,7 +56,7 @@ def llm_config(tmp_path: Path, server: ScriptedLLMServer, **overrides: Any) -> C
         {
             "model.backend": "llm",
             "model.llm.api_base": server.base_url,
-            "processing.retries.max_attempts": 1,
+            "model.llm.max_attempts": 1,
             **overrides,
         },
     )
@@ -91,10 +91,10 @@ def test_the_stream_consumer_leaves_events_pending_while_the_model_is_down(
         tmp_path,
         llm_server,
         **{
-            "redis.url": redis_server.url,
-            "redis.block_ms": 100,
-            "redis.claim_idle_ms": 200,
-            "redis.max_deliveries": 2,
+            "eval_stream.redis_url": redis_server.url,
+            "eval_stream.block_s": 0.1,
+            "eval_stream.reclaim_after_s": 0.2,
+            "eval_stream.max_deliveries": 2,
             **stream_names(),
         },
     )
@@ -108,24 +108,26 @@ def test_the_stream_consumer_leaves_events_pending_while_the_model_is_down(
         target=lambda: stats.append(run_consumer(config, core=core, stop_event=stop)), daemon=True
     )
     try:
-        client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))})
+        client.xadd(
+            config.eval_stream.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))}
+        )
         worker.start()
         time.sleep(4.0)  # backoff rounds of 0.5, 1 and 2 s: more than max_deliveries tries
         pending_while_down = int(
-            client.xpending(config.redis.stream, config.redis.group)["pending"]
+            client.xpending(config.eval_stream.stream, config.eval_stream.group)["pending"]
         )
-        results_while_down = client.xlen(config.redis.results_stream)
+        results_while_down = client.xlen(config.eval_stream.results_stream)
 
         llm_server.come_back()
-        wait_for(lambda: client.xlen(config.redis.results_stream) == 1, timeout_s=30)
+        wait_for(lambda: client.xlen(config.eval_stream.results_stream) == 1, timeout_s=30)
     finally:
         stop.set()
         worker.join(timeout=30)
         core.close()
 
     assert (pending_while_down, results_while_down) == (1, 0)
-    assert client.xlen(config.redis.dead_letter_stream) == 0, "an outage dead-letters nothing"
-    [(_, fields)] = cast(list[Any], client.xrange(config.redis.results_stream))
+    assert client.xlen(config.eval_stream.dead_letter_stream) == 0, "an outage dead-letters nothing"
+    [(_, fields)] = cast(list[Any], client.xrange(config.eval_stream.results_stream))
     assert json.loads(fields[b"payload"])["verdict"] == "pass"
     assert stats and stats[0].model_outages == 1 and stats[0].processed == 1
 
@@ -140,15 +142,17 @@ def wait_for(condition: Callable[[], bool], *, timeout_s: float) -> None:
 def test_a_burst_run_returns_while_the_model_is_down_leaving_the_event_pending(
     tmp_path: Path, llm_server: ScriptedLLMServer, redis_server: RedisServer
 ) -> None:
-    config = llm_config(tmp_path, llm_server, **{"redis.url": redis_server.url, **stream_names()})
+    config = llm_config(
+        tmp_path, llm_server, **{"eval_stream.redis_url": redis_server.url, **stream_names()}
+    )
     client = redis.Redis.from_url(redis_server.url)
     core = build_service_core(config)
     llm_server.go_down()
     try:
-        client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
+        client.xadd(config.eval_stream.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
         stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
 
     assert (stats.model_outages, stats.processed, stats.dead_lettered) == (1, 0, 0)
-    assert int(client.xpending(config.redis.stream, config.redis.group)["pending"]) == 1
+    assert int(client.xpending(config.eval_stream.stream, config.eval_stream.group)["pending"]) == 1
