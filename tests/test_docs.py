@@ -278,11 +278,20 @@ def _examples(page: Path) -> list[list[str]]:
     return [words for block in SH_BLOCK.findall(page.read_text()) for words in _commands(block)]
 
 
+def _environment(words: list[str]) -> dict[str, str]:
+    """The ``VAR=value`` words a command starts with."""
+    env = {}
+    for word in words:
+        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
+            break
+        name, _, value = word.partition("=")
+        env[name] = value
+    return env
+
+
 def _program(words: list[str]) -> tuple[str, list[str]]:
-    """The program a command runs (after ``VAR=value`` words) and its arguments."""
-    rest = list(words)
-    while rest and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", rest[0]) and rest[0] != "export":
-        rest = rest[1:]
+    """The program a command runs (after its ``VAR=value`` words) and its arguments."""
+    rest = words[len(_environment(words)) :]
     return rest[0], rest[1:]
 
 
@@ -342,16 +351,25 @@ def example_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def _home(word: str, home: Path) -> str:
+    return re.sub(r"^~(?=/|$)", str(home), word)
+
+
 @pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=_rel)
 def test_shell_examples_run(
-    page: Path, example_home: Path, capsys: pytest.CaptureFixture[str]
+    page: Path,
+    example_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A page's examples run in order on one vault, as a reader following it would."""
     for words in _examples(page):
         if _why_not_run(words):
             continue
         _, args = _program(words)
-        argv = [re.sub(r"^~(?=/|$)", str(example_home), arg) for arg in args]
-        code = main(argv)
+        with monkeypatch.context() as env:
+            for name, value in _environment(words).items():
+                env.setenv(name, _home(value, example_home))
+            code = main([_home(arg, example_home) for arg in args])
         out, err = capsys.readouterr()
         assert code == 0, f"{_rel(page)}: `{shlex.join(words)}` exited {code}\n{out}\n{err}"
