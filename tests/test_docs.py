@@ -36,10 +36,8 @@ def _rel(path: Path) -> str:
 
 
 def _prose(text: str) -> str:
-    """``text`` without its code: fenced blocks, indented blocks and inline code spans."""
-    text = FENCE.sub("", text)
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
-    return INLINE_CODE.sub("", text)
+    """``text`` without its fenced code blocks and inline code spans."""
+    return INLINE_CODE.sub("", FENCE.sub("", text))
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
