@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import shutil
@@ -324,8 +323,7 @@ def test_the_lists_of_examples_not_run_are_reviewed() -> None:
 @pytest.fixture
 def example_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home whose ``~/Notes`` is a copy of sample_vault/ with a ``journal/`` of the user's own
-    notes, state and config in temp folders, and the examples' input files in the working
-    folder."""
+    notes, and the examples' input files in the working folder."""
     home = tmp_path / "home"
     vault = home / "Notes"
     shutil.copytree(ROOT / "sample_vault", vault)
@@ -340,11 +338,9 @@ def example_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     for name, text in EXAMPLE_INPUTS.items():
         (work / name).write_text(text)
-    for name in [n for n in os.environ if n.startswith("ACLARAI_")]:
-        monkeypatch.delenv(name)
+    # State and config are already in temp folders (the suite's autouse isolation); ``~`` is the
+    # one place the examples name besides them.
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.chdir(work)
     return home
 
