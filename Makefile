@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN    := .run
 
-.PHONY: run test test-fast fuzz lint install bench bench-distributed clean llm-smoke llm-bench
+.PHONY: run test test-fast fuzz lint install bench bench-distributed clean llm-smoke llm-bench config-docs
 
 # pip's own chatter (and any warning of the machine's pip set-up) goes to a log, shown on failure.
 $(STAMP): pyproject.toml
@@ -53,6 +53,10 @@ lint: $(STAMP)
 	@$(BIN)/ruff format --check .
 	@$(BIN)/mypy parsers graph agents daemon
 
+## config-docs: write aclarai.config.default.yaml and docs/configuration.md from the config models
+config-docs: $(STAMP)
+	@$(BIN)/python tools/config_docs.py
+
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/resync.py
 
@@ -78,6 +82,10 @@ llm-smoke: $(STAMP)
 	@$(BIN)/python benchmarks/llm_smoke.py --cache $(LLM_CACHE) --threads $(LLM_THREADS) \
 	   $(if $(filter all,$(LLM_SMOKE_NOTE)),--all,$(if $(LLM_SMOKE_NOTE),--note "$(LLM_SMOKE_NOTE)"))
 
-llm-bench: $(STAMP)
+llm-## config-docs: write aclarai.config.default.yaml and docs/configuration.md from the config models
+config-docs: $(STAMP)
+	@$(BIN)/python tools/config_docs.py
+
+bench: $(STAMP)
 	@$(BIN)/python benchmarks/llm_bench.py --cache $(LLM_CACHE) --threads $(LLM_THREADS) \
 	   $(if $(LLM_DATA),--data $(LLM_DATA)) $(ARGS)

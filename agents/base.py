@@ -22,9 +22,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from aclarai.parsers import EvaluationError, normalize_text, prose_text, reader_text
+from aclarai.parsers import SCORE_NAMES, EvaluationError, normalize_text, prose_text, reader_text
 
 _Record = TypeVar("_Record")
 W = TypeVar("W")
@@ -149,6 +149,9 @@ def prose_of(item: ExtractionInput) -> ExtractionInput:
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Score:
+    """A claim's scores, first in :data:`~aclarai.parsers.SCORE_NAMES` order, then what became of
+    its evaluation."""
+
     entailed_score: float | None
     coverage_score: float | None
     decontextualization_score: float | None
@@ -159,6 +162,12 @@ class Score:
     justification: str | None = None
     omitted: tuple[str, ...] = ()
     """Verifiable elements of the source the claim leaves out (coverage)."""
+
+    @classmethod
+    def failed(cls, status: str) -> Score:
+        """The score of an evaluation that failed: every score ``None``, ``status`` saying why."""
+        unscored: dict[str, Any] = dict.fromkeys(SCORE_NAMES)
+        return cls(**unscored, status=status)
 
     @property
     def unavailable(self) -> bool:

@@ -24,7 +24,6 @@ UNRELATED = 0.3
 """Token F1 under which a claim matches no labelled sentence of its note."""
 PIECE = 0.8
 """Share of a claim's tokens found in one sentence that makes it a piece of that sentence."""
-SCORE_NAMES = ("entailment", "coverage", "decontextualization")
 
 # "Note: Sync keeps 12 months." states what follows the label; a claim may rightly drop it.
 _LEADING_LABEL = re.compile(r"^[^:：]{1,40}[:：]\s*(\S.*)$")

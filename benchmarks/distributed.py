@@ -21,8 +21,9 @@ Backends:
 
 - scripted: the scripted OpenAI-compatible server of the tests answers each call after a fixed
   delay, every call at once (latency-bound, like a GPU model server with a slot per worker): each
-  worker runs ``workers.jobs: 1``. Extraction gives each block's first sentence as its one claim,
-  grading gives every claim 4 of 5, so one worker spends two calls on a block.
+  worker runs ``grading_workers.jobs_per_worker: 1``. Extraction gives each block's first
+  sentence as its one claim, grading gives every claim 4 of 5, so one worker spends two calls on
+  a block.
 - offline: the offline backend, CPU-bound, so the machine's cores bound the speed-up.
 
 Each run's vault must end byte for byte as a local resync (no ``--redis``) of the same vault with
@@ -32,10 +33,10 @@ server counted over the resync (``CONFIG RESETSTAT`` first; the idle workers' re
 included). The CPU seconds of the resync, the workers (with their pool processes), the model
 server (this process) and redis-server over the resync show what bounds the speed-up.
 
-Config keys set as a user would: ``workers.jobs: 1``; ``model.llm.requests_per_minute`` raised
-for a local server (the default 600/min would cap the local reference run, not the workers);
-``eval.workers: 1`` for offline workers (one job at a time uses one pool process). Linux only
-(CPU times from /proc).
+Config keys set as a user would: ``grading_workers.jobs_per_worker: 1``;
+``model.llm.requests_per_minute`` raised for a local server (the default 600/min would cap the
+local reference run, not the workers); ``eval.processes: 1`` for offline workers (one job at a
+time uses one pool process). Linux only (CPU times from /proc).
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def config_file(
     """A config file as a user would write it for this process."""
     settings: dict[str, Any] = {
         "state": {"dir": str(where / "state")},
-        "workers": {"prefix": prefix, "jobs": 1, "redis_url": redis_url},
+        "grading_workers": {"prefix": prefix, "jobs_per_worker": 1, "redis_url": redis_url},
     }
     if backend == "scripted":
         settings["model"] = {
@@ -218,7 +219,7 @@ def config_file(
         }
     else:
         settings["model"] = {"backend": "offline"}
-        settings["eval"] = {"workers": 1}
+        settings["eval"] = {"processes": 1}
     where.mkdir(parents=True, exist_ok=True)
     path = where / "config.yaml"
     path.write_text(yaml.safe_dump(settings), encoding="utf-8")
@@ -556,7 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             "distributed grading: "
             + ", ".join(f"{made[b]} blocks {graded[b]}" for b in args.backend)
-            + f"; workers.jobs 1; {os.cpu_count()} cores",
+            + f"; grading_workers.jobs_per_worker 1; {os.cpu_count()} cores",
             flush=True,
         )
         model = Model()

@@ -7,7 +7,7 @@ numbers and pronouns). The evaluator is timed twice: on bare (claim, source) pai
 of 64, and as the consumer calls it, one batch per note of ten blocks with each claim's window
 (three utterances before its block and one after) as context. Each figure is the best of
 ``--repeat`` runs, since other work on the machine only ever slows a run down. Last, the
-evaluator runs in one process per core (``eval.workers``), in batches of 256.
+evaluator runs in one process per core (``eval.processes``), in batches of 256.
 Targets: extractor >= 5,000 blocks/s, evaluator >= 5,000 claims/s per core.
 pysbd, the other splitter considered, is timed on the same text for comparison.
 ``reader_text``, which every block and claim passes through before it is graded, is timed on
@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             args.repeat,
             lambda: [pooled.evaluate_batch(items[i : i + 256]) for i in range(0, len(items), 256)],
         )
-    print(f"  {workers} processes    {rate(len(items), seconds)} claims (eval.workers: {workers})")
+    print(
+        f"  {workers} processes    {rate(len(items), seconds)} claims (eval.processes: {workers})"
+    )
     print(f"({len(items)} claims from {len(inputs)} blocks)")
     return 0
 

@@ -8,7 +8,7 @@ Measures, on this machine:
               server on a loopback port, at concurrency 1 and 16 (client threads share the
               machine's cores with the server)
   consume     entries/s through the Redis Stream worker: one, then two worker processes
-              (``run_worker``, as ``aclarai consume`` runs it) join the group, then the entries
+              (``run_consumer``, as ``aclarai consume`` runs it) join the group, then the entries
               are published and timed until the last result is in; SIGTERM stops the processes
 Payloads are HaluEval QA rows (knowledge as context, question, right answer) when the data is
 there, else synthetic ones. A real redis-server is started (the test suite's fixture), unless
@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 from aclarai.agents.offline.evaluator import OfflineEvaluator  # noqa: E402
 from aclarai.daemon.config import Config, load_config  # noqa: E402
 from aclarai.daemon.service.api import build_server, create_app  # noqa: E402
+from aclarai.daemon.service.consume import run_consumer  # noqa: E402
 from aclarai.daemon.service.core import ServiceCore, assemble_core  # noqa: E402
-from aclarai.daemon.service.stream_worker import run_worker  # noqa: E402
 from tests.fixtures.processes import dies_with_us  # noqa: E402
 from tests.fixtures.redis_server import start_redis_server  # noqa: E402
 
@@ -137,9 +137,9 @@ def http_run(url: str, payloads: list[dict[str, Any]], requests: int, concurrenc
 def consume_run(
     config: Config, payloads: list[dict[str, Any]], entries: int, processes: int
 ) -> str:
-    client = redis.Redis.from_url(config.redis.url)
-    client.delete(config.redis.stream, config.redis.results_stream)
-    client.xgroup_create(config.redis.stream, config.redis.group, id="0", mkstream=True)
+    client = redis.Redis.from_url(config.eval_stream.redis_url)
+    client.delete(config.eval_stream.stream, config.eval_stream.results_stream)
+    client.xgroup_create(config.eval_stream.stream, config.eval_stream.group, id="0", mkstream=True)
     overrides = json.dumps(_overrides(config))
     workers = [
         subprocess.Popen(
@@ -150,14 +150,16 @@ def consume_run(
         for k in range(processes)
     ]
     # Time the steady state only: start the clock once every consumer has joined the group.
-    while len(client.xinfo_consumers(config.redis.stream, config.redis.group)) < processes:
+    while (
+        len(client.xinfo_consumers(config.eval_stream.stream, config.eval_stream.group)) < processes
+    ):
         time.sleep(0.05)
     started = time.perf_counter()
     pipe = client.pipeline(transaction=False)
     for n in range(entries):
-        pipe.xadd(config.redis.stream, {"payload": json.dumps(payloads[n % len(payloads)])})
+        pipe.xadd(config.eval_stream.stream, {"payload": json.dumps(payloads[n % len(payloads)])})
     pipe.execute()
-    while client.xlen(config.redis.results_stream) < entries:
+    while client.xlen(config.eval_stream.results_stream) < entries:
         time.sleep(0.01)
     wall = time.perf_counter() - started
     for worker in workers:
@@ -172,7 +174,7 @@ def consume_run(
 
 
 def _overrides(config: Config) -> dict[str, Any]:
-    return {f"redis.{k}": v for k, v in config.redis.model_dump().items()}
+    return {f"eval_stream.{k}": v for k, v in config.eval_stream.model_dump().items()}
 
 
 def consume_worker(overrides_json: str, name: str) -> None:
@@ -183,7 +185,7 @@ def consume_worker(overrides_json: str, name: str) -> None:
         )
         core = offline_core(config)
         try:
-            run_worker(config, core=core, consumer=name)
+            run_consumer(config, core=core, consumer=name)
         finally:
             core.close()
 
@@ -207,12 +209,12 @@ def main() -> None:
         config = load_config(
             env={"XDG_CONFIG_HOME": home, "ACLARAI_STATE_DIR": home},
             overrides={
-                "redis.url": redis_url,
-                "redis.block_ms": 200,
-                "redis.stream": f"{run}-events",
-                "redis.group": f"{run}-group",
-                "redis.results_stream": f"{run}-results",
-                "redis.dead_letter_stream": f"{run}-dead-letter",
+                "eval_stream.redis_url": redis_url,
+                "eval_stream.block_s": 0.2,
+                "eval_stream.stream": f"{run}-events",
+                "eval_stream.group": f"{run}-group",
+                "eval_stream.results_stream": f"{run}-results",
+                "eval_stream.dead_letter_stream": f"{run}-dead-letter",
             },
         )
         print(f"{len(payloads)} distinct payloads, offline backend")
@@ -224,7 +226,7 @@ def main() -> None:
             for processes in (1, 2):
                 print(consume_run(config, payloads, args.entries, processes), flush=True)
         finally:
-            names = config.redis
+            names = config.eval_stream
             with redis.Redis.from_url(redis_url) as client:
                 client.delete(names.stream, names.results_stream, names.dead_letter_stream)
 

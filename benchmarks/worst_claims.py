@@ -76,7 +76,14 @@ from claim_labels import (
     weakest,
 )
 
-from aclarai.parsers import ParseError, decode_note, parse_note, reader_text, split_sentences
+from aclarai.parsers import (
+    SCORE_NAMES,
+    ParseError,
+    decode_note,
+    parse_note,
+    reader_text,
+    split_sentences,
+)
 
 FALSE_ALARM_BELOW = 0.5
 """Entailment or coverage under this, for a claim its block says word for word, is a false alarm."""
@@ -381,19 +388,20 @@ def _extracted(record: Mapping[str, object]) -> Extracted:
 
 def _claim(record: Mapping[str, object]) -> Claim | None:
     """A scored claim of ``aclarai claims --json``; ``None`` for a failed evaluation."""
-    keys = ("quality", "entailed_score", "coverage_score", "decontextualization_score")
+    keys = ("quality", *SCORE_NAMES)
     scores = [record.get(key) for key in keys]
     numbers = [float(s) for s in scores if isinstance(s, int | float)]
     if len(numbers) < len(keys):
         return None
-    quality, entailed, coverage, decontextualization = numbers
+    quality, *values = numbers
+    named = dict(zip(SCORE_NAMES, values, strict=True))
     justification = record.get("justification")
     return Claim(
         **asdict(_extracted(record)),
         quality=quality,
-        entailed=entailed,
-        coverage=coverage,
-        decontextualization=decontextualization,
+        entailed=named["entailed_score"],
+        coverage=named["coverage_score"],
+        decontextualization=named["decontextualization_score"],
         justification=justification if isinstance(justification, str) else None,
     )
 

@@ -5,7 +5,8 @@ parts). The rooms, each importing only the rooms after it (the factory lies betw
 two below):
 
 - ``loop/``: the daemon and ``aclarai resync``, the watcher, the DirtyBlockConsumer;
-- ``service/``: the evaluation service (HTTP, the Redis Stream worker, MCP, evaluate, validate);
+- ``service/``: the evaluation service (HTTP, the Redis Stream consumer, MCP, evaluate,
+  validate);
 - ``reports/``: what people read (status, claims, the dashboard note);
 - ``intake/``: the ways notes come in (chat exports, the inbox, adopting ordinary notes);
 - ``vault/``: one vault on disk and its state (notes read, written and synced, the durable

@@ -68,7 +68,7 @@ def _bound(args: argparse.Namespace, config: Config) -> Config:
 
 
 def cmd_resync(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.loop.remote import hand_resync_to_daemon
+    from aclarai.daemon.loop.handoff import hand_resync_to_daemon
     from aclarai.daemon.loop.resync import format_summary, resync
     from aclarai.daemon.progress import progress_shown
 
@@ -221,7 +221,7 @@ def cmd_watch(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_pause(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.loop.remote import set_paused
+    from aclarai.daemon.loop.handoff import set_paused
 
     paused = args.command == "pause"
     set_paused(config, _vault(args, config), paused)
@@ -258,17 +258,25 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_consume(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.service.stream_worker import run_worker
+    from aclarai.daemon.service.consume import run_consumer
 
-    stats = run_worker(config, consumer=args.name, burst=args.burst)
+    stats = run_consumer(config, consumer=args.name, burst=args.burst)
     log.info("consumer stopped: %s", stats)
     return EX_UNAVAILABLE if stats.model_outages else 0
 
 
 def cmd_worker(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.service.grading_worker import run_grading_worker
+    from aclarai.daemon.factory import build_local_agents, claim_idle_s
+    from aclarai.daemon.workers.worker import run_worker
 
-    stats = run_grading_worker(config, config.worker_state_dir(), name=args.name, burst=args.burst)
+    state_dir = config.worker_state_dir()
+    stats = run_worker(
+        config,
+        lambda reevaluate: build_local_agents(config, state_dir, None, reevaluate=reevaluate),
+        claim_idle_s=claim_idle_s(config),
+        name=args.name,
+        burst=args.burst,
+    )
     log.info("grading worker stopped: %s", stats)
     return EX_UNAVAILABLE if stats.model_outages else 0
 
@@ -367,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reevaluate", action="store_true", help="re-score every claim, bypass cache")
     p.add_argument("--graph", choices=["sqlite", "neo4j"], help="graph backend (graph.backend)")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
-    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
+    p.add_argument(
+        "--redis", metavar="URL", help="grade through workers (grading_workers.redis_url)"
+    )
     p.add_argument(
         "--wait",
         type=float,
@@ -380,7 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", help="run the daemon: watch the vault, score what changes")
     p.add_argument("vault", nargs="?", help="vault folder (default: vault.path)")
     p.add_argument("--polling", action="store_true", help="poll instead of inotify (watch.polling)")
-    p.add_argument("--redis", metavar="URL", help="grade through workers (workers.redis_url)")
+    p.add_argument(
+        "--redis", metavar="URL", help="grade through workers (grading_workers.redis_url)"
+    )
     p.set_defaults(handler=cmd_watch)
 
     for name, text in (
@@ -497,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_serve)
 
-    p = sub.add_parser("consume", help="evaluate events from the Redis Stream (redis.*)")
+    p = sub.add_parser("consume", help="evaluate events from the Redis Stream (eval_stream.*)")
     p.add_argument("--name", help="consumer name in the group (default <host>-<pid>)")
     p.add_argument("--burst", action="store_true", help="drain the stream, then exit")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
@@ -505,11 +517,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "worker",
-        help="grade the vault daemons' work from Redis (workers.*) with this machine's model",
+        help="grade the vault daemons' work from Redis (grading_workers.*) with this machine's "
+        "model",
     )
-    p.add_argument("--redis", metavar="URL", help="the Redis server (workers.redis_url)")
+    p.add_argument("--redis", metavar="URL", help="the Redis server (grading_workers.redis_url)")
     p.add_argument("--name", help="worker name in the group (default <host>-<pid>)")
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs at once (workers.jobs)")
+    p.add_argument(
+        "--jobs", type=int, metavar="N", help="jobs at once (grading_workers.jobs_per_worker)"
+    )
     p.add_argument("--burst", action="store_true", help="grade what is waiting, then exit")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
     p.set_defaults(handler=cmd_worker)
@@ -525,11 +540,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     if getattr(args, "polling", False):
         overrides["watch.polling"] = True
     if getattr(args, "redis", None):
-        overrides["workers.redis_url"] = args.redis
+        overrides["grading_workers.redis_url"] = args.redis
     if getattr(args, "into", None):
         overrides["import.folder"] = args.into
     if getattr(args, "jobs", None) is not None:
-        overrides["workers.jobs"] = args.jobs
+        overrides["grading_workers.jobs_per_worker"] = args.jobs
     if args.log_level:
         overrides["logging.level"] = args.log_level
     if args.log_json:
@@ -541,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # Logging first with its defaults: loading may warn (an old key name) before the
+        # configuration says how to log.
+        setup_logging()
         config = _bound(args, load_config(args.config, overrides=_overrides(args)))
         setup_logging(config.logging.level, config.logging.format)
         handler: Handler = args.handler

@@ -50,7 +50,7 @@ from aclarai.graph import GraphStore
 
 if TYPE_CHECKING:
     from aclarai.daemon.intake.transcripts import LLMTranscriptReader
-    from aclarai.daemon.workers.remote import RemoteGrading
+    from aclarai.daemon.workers.publisher import RemoteGrading
 
 QUEUE_FILE = "queue.sqlite"
 LLM_ENDPOINTS_FILE = "llm-endpoints.json"
@@ -111,7 +111,8 @@ class Agents:
     prompts: PromptLibrary | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     remote: RemoteGrading | None = None
-    """With ``workers.redis_url``: the link to the grading workers the agents grade through."""
+    """With ``grading_workers.redis_url``: the link to the grading workers the agents grade
+    through."""
 
     def settle(self) -> None:
         """A take is through: results the workers sent for it may be acknowledged."""
@@ -133,7 +134,7 @@ class Agents:
 def _llm_parts(config: Config, state_dir: Path) -> tuple[LLMClient, PromptLibrary, RoleModels]:
     llm = config.model.llm
     client = LLMClient(
-        EndpointSettings.from_settings(llm, max_attempts=config.processing.retries.max_attempts),
+        EndpointSettings.from_settings(llm, max_attempts=llm.max_attempts),
         api_key=config.secret(llm.api_key_env),
         state_path=state_dir / LLM_ENDPOINTS_FILE,
     )
@@ -156,8 +157,8 @@ def build_transcript_reader(config: Config, state_dir: Path) -> LLMTranscriptRea
 
 
 def eval_workers(config: Config) -> int:
-    """Evaluation processes: ``eval.workers``, where 0 means one per core."""
-    return config.eval.workers or os.cpu_count() or 1
+    """Evaluation processes: ``eval.processes``, where 0 means one per core."""
+    return config.eval.processes or os.cpu_count() or 1
 
 
 def grader_of(agents: Agents) -> str:
@@ -170,18 +171,18 @@ def grader_of(agents: Agents) -> str:
 
 def consumer_processing(config: Config) -> ProcessingSettings:
     """The consumer's settings: grading through workers, its threads only wait, so it grades
-    ``workers.notes_at_once`` notes at once to keep every worker busy."""
+    ``grading_workers.concurrent_notes`` notes at once to keep every worker busy."""
     processing = config.processing
-    if config.workers.redis_url is None:
+    if config.grading_workers.redis_url is None:
         return processing
-    workers = max(processing.workers, config.workers.notes_at_once)
-    return processing.model_copy(update={"workers": workers})
+    notes = max(processing.concurrent_notes, config.grading_workers.concurrent_notes)
+    return processing.model_copy(update={"concurrent_notes": notes})
 
 
 def claim_idle_s(config: Config) -> float:
     """How long a job waits on a silent worker before another takes it over."""
-    if config.workers.claim_idle_s is not None:
-        return config.workers.claim_idle_s
+    if config.grading_workers.reclaim_after_s is not None:
+        return config.grading_workers.reclaim_after_s
     return 2 * config.model.llm.timeout_s if config.model.backend == "llm" else 120.0
 
 
@@ -202,9 +203,10 @@ def build_agents(
     """Extractor and evaluator for ``model.backend``; the LLM ones share one client and cache.
 
     ``reevaluate`` bypasses the evaluation cache only: extraction of unchanged text stays free.
-    With ``workers.redis_url`` they grade through the workers (sharing ``remote`` when given).
+    With ``grading_workers.redis_url`` they grade through the workers (sharing ``remote`` when
+    given).
     """
-    if config.workers.redis_url is not None:
+    if config.grading_workers.redis_url is not None:
         return _remote_agents(config, state_dir, store, reevaluate=reevaluate, remote=remote)
     return build_local_agents(config, state_dir, store, reevaluate=reevaluate)
 
@@ -217,12 +219,12 @@ def _remote_agents(
     reevaluate: bool,
     remote: RemoteGrading | None,
 ) -> Agents:
-    from aclarai.agents.llm.agents import DECONTEXTUALIZATION_ROLE
+    from aclarai.agents.llm.per_agent import DECONTEXTUALIZATION_ROLE
     from aclarai.agents.tools import VECTOR_SEARCH
     from aclarai.daemon.redis_link import connect
-    from aclarai.daemon.workers.remote import RemoteEvaluator, RemoteExtractor, RemoteGrading
+    from aclarai.daemon.workers.publisher import RemoteEvaluator, RemoteExtractor, RemoteGrading
 
-    settings = config.workers
+    settings = config.grading_workers
     assert settings.redis_url is not None
     # Built for their identity and, in per-agent mode, the index of utterances whose nearest
     # the jobs carry: nothing here calls a model.
@@ -234,7 +236,7 @@ def _remote_agents(
         tools = build_tool_factory(config.tools.agent_tool_mappings, utterances=local.index)
         search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH)
     if remote is None:
-        client = connect(settings.redis_url, block_ms=settings.block_ms)
+        client = connect(settings.redis_url, block_s=settings.block_s)
         remote = RemoteGrading(client, settings, grader=grader, vault_id=vault_id(state_dir))
         closers += [client.close, remote.close]
     evaluator = RemoteEvaluator(remote, model_id=model_id, fresh=reevaluate, search=search)
@@ -254,7 +256,7 @@ def build_local_agents(
     *,
     reevaluate: bool,
 ) -> Agents:
-    """The agents that grade in this process, ``workers.redis_url`` or not (a worker's)."""
+    """The agents that grade in this process, ``grading_workers.redis_url`` or not (a worker's)."""
     if config.model.backend == "offline":
         # One set of worker processes extracts and scores: both are pure Python.
         pool = WorkerPool(

@@ -1,6 +1,6 @@
 """What every Redis user of the daemon shares: one client recipe, connection failures as
 :class:`~aclarai.parsers.BrokerUnavailable`, and URLs fit to log. Imported only where a
-``redis`` or ``workers`` setting asks for Redis."""
+``eval_stream`` or ``grading_workers`` setting asks for Redis."""
 
 from __future__ import annotations
 
@@ -90,14 +90,20 @@ class StopEvent(Protocol):
     def is_set(self) -> bool: ...
 
 
-def connect(url: str, *, block_ms: int) -> redis.Redis:
-    """A client (bytes in, bytes out) whose reads outlast a blocking read of ``block_ms``."""
+def connect(url: str, *, block_s: float) -> redis.Redis:
+    """A client (bytes in, bytes out) whose reads outlast a blocking read of ``block_s``."""
     return redis.Redis.from_url(
         url,
-        socket_timeout=block_ms / 1000 + 10,
+        socket_timeout=block_s + 10,
         socket_connect_timeout=5,
         health_check_interval=30,
     )
+
+
+def millis(seconds: float) -> int:
+    """Seconds as Redis counts blocking reads and idle times; at least 1, since 0 blocks
+    forever."""
+    return max(1, round(seconds * 1000))
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
-from aclarai.parsers import SCORE_NAMES, DailyQuality, NoteStats
+from aclarai.parsers import SCORE_NAMES, DailyQuality, NoteStats, named_scores
 
 KEY_SEPARATOR = "@"
 """Between a block's id and its note in its key: never in an id (``[A-Za-z0-9_-]+``), and the
@@ -134,10 +134,8 @@ class ScoreRecord:
 
     @property
     def quality(self) -> float | None:
-        """Geometric mean of the three scores; ``None`` if any is ``None``."""
-        return claim_quality(
-            self.entailed_score, self.coverage_score, self.decontextualization_score
-        )
+        """Geometric mean of the scores; ``None`` if any is ``None``."""
+        return claim_quality(*named_scores(self).values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,11 @@ Graph shape::
 
 from __future__ import annotations
 
+from aclarai.parsers import SCORE_NAMES
+
+_ANY_NULL = " OR ".join(f"e.{name} IS NULL" for name in SCORE_NAMES)
+"""Whether an edge lacks one of its scores (a failed evaluation)."""
+
 SCHEMA: tuple[str, ...] = (
     "CREATE CONSTRAINT aclarai_block_id IF NOT EXISTS FOR (b:Block) REQUIRE b.id IS UNIQUE",
     "CREATE CONSTRAINT aclarai_claim_id IF NOT EXISTS FOR (c:Claim) REQUIRE c.id IS UNIQUE",
@@ -208,11 +213,10 @@ OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
 )
 
 CLAIMS_NEEDING_EVALUATION = (
-    """
+    f"""
 MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
 WHERE b.deleted_at IS NULL
-  AND (e.evaluated_hash IS NULL OR e.evaluated_hash <> b.hash OR e.entailed_score IS NULL
-    OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)
+  AND (e.evaluated_hash IS NULL OR e.evaluated_hash <> b.hash OR {_ANY_NULL})
 OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
 """
     + _CLAIM_FIELDS
@@ -231,11 +235,10 @@ OPTIONAL MATCH (c)-[o:OMITS]->(el:Element)
 LOW_QUALITY_CLAIMS = _LOW_QUALITY_EDGES + "LIMIT $limit" + _OMITTED + _CLAIM_FIELDS
 LOW_QUALITY_CLAIMS_ALL = _LOW_QUALITY_EDGES + _OMITTED + _CLAIM_FIELDS
 
-_FAILED_EDGES = """
+_FAILED_EDGES = f"""
 MATCH (c:Claim)-[e:ORIGINATES_FROM]->(b:Block)
 WHERE b.deleted_at IS NULL AND e.evaluated_hash IS NOT NULL AND ($file IS NULL OR b.file = $file)
-  AND (e.entailed_score IS NULL OR e.coverage_score IS NULL
-    OR e.decontextualization_score IS NULL)
+  AND ({_ANY_NULL})
 WITH c, e, b ORDER BY b.file, b.position, e.ordinal, c.id
 """
 FAILED_CLAIMS = _FAILED_EDGES + "LIMIT $limit" + _OMITTED + _CLAIM_FIELDS
@@ -256,11 +259,10 @@ RETURN file, blocks, claims, scored, mean_quality, last_evaluated, below,
 ORDER BY file
 """
 
-SCORE_COUNTS = """
+SCORE_COUNTS = f"""
 MATCH (:Claim)-[e:ORIGINATES_FROM]->(b:Block)
 WHERE b.deleted_at IS NULL AND e.evaluated_hash IS NOT NULL
-UNWIND [['entailed_score', e.entailed_score], ['coverage_score', e.coverage_score],
-  ['decontextualization_score', e.decontextualization_score]] AS pair
+UNWIND [{", ".join(f"['{name}', e.{name}]" for name in SCORE_NAMES)}] AS pair
 WITH pair[0] AS name, pair[1] AS value
 WHERE value IS NOT NULL
 RETURN name, round(value * 100) AS hundredths, count(*) AS edges
@@ -288,10 +290,6 @@ FOREACH (i IN range(0, size(r.omitted) - 1) |
   MERGE (c)-[o:OMITS]->(el) SET o.position = i)
 RETURN count(e) AS written
 """
-
-_ANY_NULL = (
-    "e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL"
-)
 
 COUNTS = f"""
 OPTIONAL MATCH (f:File) WITH count(f) AS files

@@ -47,11 +47,13 @@ from aclarai.graph.base import (
     key_block_id,
 )
 from aclarai.parsers import (
+    SCORE_NAMES,
     ClaimRef,
     DailyQuality,
     NoteStats,
     StoreError,
     StoreUnavailable,
+    named_scores,
     utc_now,
 )
 
@@ -95,9 +97,7 @@ def _stored_claim(row: Mapping[str, Any], omitted: tuple[str, ...]) -> StoredCla
             claim_id=row["id"],
             block_id=row["block_id"],
             evaluated_hash=edge["evaluated_hash"],
-            entailed_score=edge.get("entailed_score"),
-            coverage_score=edge.get("coverage_score"),
-            decontextualization_score=edge.get("decontextualization_score"),
+            **{name: edge.get(name) for name in SCORE_NAMES},
             status=edge.get("status", ""),
             model=edge.get("model", ""),
             verdict=edge.get("verdict"),
@@ -150,9 +150,7 @@ def _by_quality(claim: StoredClaim) -> tuple[float, str, str]:
 
 def _score_props(score: ScoreRecord, now: str) -> dict[str, Any]:
     return {
-        "entailed_score": score.entailed_score,
-        "coverage_score": score.coverage_score,
-        "decontextualization_score": score.decontextualization_score,
+        **named_scores(score),
         "quality": score.quality,
         "verdict": score.verdict,
         "justification": score.justification,

@@ -55,6 +55,7 @@ from aclarai.parsers import (
     NoteStats,
     StoreError,
     StoreUnavailable,
+    named_scores,
     utc_now,
 )
 
@@ -94,27 +95,25 @@ _RECORD_VERSION = """
     WHERE id = ? AND file = ? AND deleted_at IS NULL AND version IS NOT ?
 """
 
-_CLAIM_COLUMNS = """
-    c.id, e.block_id, c.text, e.evaluated_hash, e.entailed_score, e.coverage_score,
-    e.decontextualization_score, e.status, e.model, e.verdict, e.justification, e.omitted,
-    e.evaluated_at
-"""
+_CLAIM_COLUMNS = (
+    "c.id, e.block_id, c.text, e.evaluated_hash, "
+    + "".join(f"e.{name}, " for name in SCORE_NAMES)
+    + "e.status, e.model, e.verdict, e.justification, e.omitted, e.evaluated_at"
+)
 
-_WRITE_SCORE = """
-    UPDATE edges SET
-        entailed_score = ?, coverage_score = ?, decontextualization_score = ?, quality = ?,
-        verdict = ?, justification = ?, status = ?, model = ?, evaluated_hash = ?,
-        evaluated_at = ?, omitted = ?
-    WHERE claim_id = ? AND block_id = ?
-      AND EXISTS (SELECT 1 FROM blocks b WHERE b.id = edges.block_id AND b.hash = ?)
-"""
+_WRITE_SCORE = (
+    "UPDATE edges SET "
+    + "".join(f"{name} = ?, " for name in SCORE_NAMES)
+    + "quality = ?, verdict = ?, justification = ?, status = ?, model = ?, evaluated_hash = ?,"
+    " evaluated_at = ?, omitted = ?"
+    " WHERE claim_id = ? AND block_id = ?"
+    " AND EXISTS (SELECT 1 FROM blocks b WHERE b.id = edges.block_id AND b.hash = ?)"
+)
 
 _LIVE_EDGES = "edges e JOIN blocks b ON b.id = e.block_id WHERE b.deleted_at IS NULL"
 """The edges of live blocks: what the vault says now (a deleted block's claims wait for a
 restore, and count nowhere)."""
-_ANY_NULL_SCORE = (
-    "(e.entailed_score IS NULL OR e.coverage_score IS NULL OR e.decontextualization_score IS NULL)"
-)
+_ANY_NULL_SCORE = "(" + " OR ".join(f"e.{name} IS NULL" for name in SCORE_NAMES) + ")"
 
 
 # Edges of live blocks without a join per edge: the deleted blocks are few, and SQLite builds
@@ -180,17 +179,16 @@ def _stored_block(row: Sequence[Any]) -> StoredBlock:
 
 
 def _stored_claim(row: Sequence[Any]) -> StoredClaim:
-    claim_id, block_id, text, evaluated_hash, entailed, coverage, decontext, *rest = row
-    status, model, verdict, justification, omitted, evaluated_at = rest
+    claim_id, block_id, text, evaluated_hash, *rest = row
+    scores = dict(zip(SCORE_NAMES, rest, strict=False))
+    status, model, verdict, justification, omitted, evaluated_at = rest[len(SCORE_NAMES) :]
     score = None
     if evaluated_hash is not None:
         score = ScoreRecord(
             claim_id=claim_id,
             block_id=block_id,
             evaluated_hash=evaluated_hash,
-            entailed_score=entailed,
-            coverage_score=coverage,
-            decontextualization_score=decontext,
+            **scores,
             status=status,
             model=model,
             verdict=verdict,
@@ -672,9 +670,7 @@ def _write_scores(conn: sqlite3.Connection, scores: Sequence[ScoreRecord], now: 
     """``write_scores`` inside the caller's transaction; ``now`` stamps undated scores."""
     params = [
         (
-            s.entailed_score,
-            s.coverage_score,
-            s.decontextualization_score,
+            *named_scores(s).values(),
             s.quality,
             s.verdict,
             s.justification,

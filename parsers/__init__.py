@@ -40,7 +40,14 @@ from aclarai.parsers.grammar import (
 )
 from aclarai.parsers.hashing import content_hash, normalize_text
 from aclarai.parsers.marks import Unadopted, drop_emptied, unadopt_note
-from aclarai.parsers.model import SCORE_NAMES, Block, ParsedNote, Problem, ProblemKind
+from aclarai.parsers.model import (
+    SCORE_NAMES,
+    Block,
+    ParsedNote,
+    Problem,
+    ProblemKind,
+    named_scores,
+)
 from aclarai.parsers.reading import LineKind, line_kinds, prose_text, reader_text
 from aclarai.parsers.rewrite import RewriteResult, apply_scores
 from aclarai.parsers.sentences import split_for_nli, split_sentences
@@ -88,6 +95,7 @@ __all__ = [
     "format_score_comment",
     "format_utc",
     "line_kinds",
+    "named_scores",
     "normalize_text",
     "parse_anchor",
     "parse_note",

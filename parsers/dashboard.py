@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from aclarai.parsers.model import SCORE_NAMES
+from aclarai.parsers.model import SCORE_NAMES, named_scores
 from aclarai.parsers.reading import reader_text
 
 BINS = 10
@@ -431,9 +431,9 @@ def _score(value: float | None) -> str:
 
 
 def _scores_line(claim: ClaimRef) -> str:
-    return (
-        f"entailed {_score(claim.entailed_score)} · coverage {_score(claim.coverage_score)}"
-        f" · decontextualization {_score(claim.decontextualization_score)}"
+    return " · ".join(
+        f"{name.removesuffix('_score')} {_score(value)}"
+        for name, value in named_scores(claim).items()
     )
 
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 SCORE_NAMES: tuple[str, ...] = ("entailed_score", "coverage_score", "decontextualization_score")
-"""The score comments aclarai writes, in the order they appear under a block's id comment."""
+"""The block scores, in their one order: the score comments under a block's id comment, the
+fields of an evaluator's score, the graph's edge properties, and what every report, the MCP
+tools, the grading workers' wire format and ``aclarai evaluate`` give of a claim."""
+
+
+def named_scores(record: object) -> dict[str, float | None]:
+    """The scores a record holds as attributes (an evaluator's score, a stored one, a claim as
+    the dashboard shows it), by name, in :data:`SCORE_NAMES` order."""
+    return {name: getattr(record, name) for name in SCORE_NAMES}
 
 
 class ProblemKind(Enum):

@@ -167,8 +167,8 @@ TINY: dict[str, Tiny] = {
     ),
     "distributed": Tiny(
         "--workers 1,2 --blocks 6 --delay-ms 20 --backend scripted",
-        r"distributed grading: 6 blocks by the scripted model \(20 ms a call\); workers\.jobs 1; "
-        r"\d+ cores",
+        r"distributed grading: 6 blocks by the scripted model \(20 ms a call\); "
+        r"grading_workers\.jobs_per_worker 1; \d+ cores",
         tuple(
             rf"^scripted +{n} +6 +{N} +{N} +{N}x +{N} +{N} +{N}x +(met|MISSED) +identical$"
             for n in (1, 2)
@@ -263,7 +263,7 @@ TINY: dict[str, Tiny] = {
             rf"^extractor +{RATE} blocks$",
             rf"^evaluator +{RATE} claims$",
             rf"^  with windows +{RATE} claims$",
-            rf"^  \d+ processes +{RATE} claims \(eval\.workers: \d+\)$",
+            rf"^  \d+ processes +{RATE} claims \(eval\.processes: \d+\)$",
             r"^\(\d+ claims from 100 blocks\)$",
         ),
     ),

@@ -15,9 +15,7 @@ which a small model does no better and which would triple the tokens it writes. 
 score mixes in ``lexical_share`` of the offline scorer's probability: a model and a lexical scorer
 go wrong on different pairs, and with a 1.5B model the mix ranks claims better than the model
 alone on two labelled sets and as well on a third (``model.llm.lexical_share``). ``per_agent``
-follows the one-agent-per-score design: an entailment, a coverage and a decontextualization
-agent, plus the verification agent, per claim, the decontextualization agent shown the claim's
-nearest utterances from the ``vector_search_utterances`` tool when its role has it.
+follows the one-agent-per-score design (:mod:`aclarai.agents.llm.per_agent`).
 
 Every prompt puts what repeats first (the instructions, the same for every block and note; for
 grading, the block before its claims), so a server's prompt cache serves the repeated part.
@@ -36,19 +34,14 @@ dropped: they are the model echoing its instructions, not claims.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel
+from typing import Literal, TypeVar
 
 from aclarai.agents.base import (
-    UNAVAILABLE_STATUS,
     Claim,
     ClaimExtractor,
     EvalItem,
@@ -62,34 +55,27 @@ from aclarai.agents.base import (
 )
 from aclarai.agents.base import claim_id as make_claim_id
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.llm.client import InputTooLong, LLMClient
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.errors import failed_score
 from aclarai.agents.llm.fitting import CONTEXT_CHARS, fit_prompt, nearest_context, nearest_first
 from aclarai.agents.llm.grades import unit_score, weighed_grades
 from aclarai.agents.llm.grounding import drawn_from
+from aclarai.agents.llm.limits import run_all
+from aclarai.agents.llm.per_agent import PerAgentGrader
 from aclarai.agents.llm.prompts import (
     Message,
     PromptLibrary,
     delimit,
-    delimit_all,
     echoes_scaffolding,
 )
-from aclarai.agents.llm.schemas import (
-    ENTAILMENT_VALUES,
-    CoverageOut,
-    DecontextualizationOut,
-    EntailmentOut,
-    ExtractionOut,
-    UnparseableOutput,
-    grades_schema,
-)
+from aclarai.agents.llm.schemas import ExtractionOut, grades_schema
 from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.agents.offline.language import language_of
 from aclarai.agents.offline.not_claims import is_numbered_item, states_nothing
-from aclarai.agents.tools import VECTOR_SEARCH, ToolFactory
-from aclarai.agents.verify import LLMVerifier
-from aclarai.parsers import EvaluationError, EvaluatorUnavailable, reader_text
+from aclarai.agents.tools import ToolFactory
+from aclarai.parsers import EvaluationError, InputTooLong
 
 logger = logging.getLogger(__name__)
 
@@ -97,8 +83,6 @@ R = TypeVar("R")
 Mode = Literal["combined", "per_agent"]
 EXTRACTION_PROMPT = "claim_extraction"
 GRADING_PROMPT = "claim_grading"
-PER_AGENT_PROMPTS = ("entailment", "coverage", "decontextualization", "verification")
-DECONTEXTUALIZATION_ROLE = "decontextualization_agent"
 TOP_LOGPROBS = 5
 """Options asked for at each reply token: the grades 1 to 5 that matter are near the top."""
 SUPPORTED_FROM = 0.75
@@ -122,17 +106,6 @@ class RoleModels:
         return getattr(self, role) or self.default
 
 
-def failure_status(exc: EvaluationError) -> str:
-    """The status recorded for a failed call: the kind of failure, then the message."""
-    if isinstance(exc, EvaluatorUnavailable):
-        return f"{UNAVAILABLE_STATUS}: {exc}"
-    if isinstance(exc, InputTooLong):
-        return f"input too long: {exc}"
-    if isinstance(exc, UnparseableOutput):
-        return f"unparseable_output: {exc}"
-    return f"llm_error: {exc}"
-
-
 def _nonblank(texts: Sequence[str]) -> list[str]:
     return [t.strip() for t in texts if t.strip()]
 
@@ -152,23 +125,6 @@ def _refitting(client: LLMClient, attempt: Callable[[], R]) -> R:
             raise
         logger.info("prompt refused as too long; fitting it to %s tokens", client.context_tokens)
         return attempt()
-
-
-def _run_all(
-    function: Callable[[Any], R], jobs: Sequence[Any], workers: int
-) -> list[R | EvaluationError]:
-    """``function`` over ``jobs`` on up to ``workers`` threads; errors returned, not raised."""
-
-    def guarded(job: Any) -> R | EvaluationError:
-        try:
-            return function(job)
-        except EvaluationError as exc:
-            return exc
-
-    if len(jobs) <= 1:
-        return [guarded(job) for job in jobs]
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        return list(pool.map(guarded, jobs))
 
 
 class LLMClaimExtractor(ClaimExtractor):
@@ -206,7 +162,7 @@ class LLMClaimExtractor(ClaimExtractor):
     ) -> list[list[Claim] | EvaluationError]:
         # A list's markers go with the prose: whether a block is a numbered item is kept aside.
         read = [(prose_of(item), is_numbered_item(item.block.text)) for item in inputs]
-        return _run_all(self._extract, read, self._client.settings.max_concurrency)
+        return run_all(self._extract, read, self._client.settings.max_concurrency)
 
     def extract_batch(self, inputs: Sequence[ExtractionInput]) -> list[list[Claim]]:
         outcomes = self.extract_each(inputs)
@@ -312,20 +268,17 @@ class LLMEvaluator(Evaluator):
         self._cache = cache
         self._mode = mode
         self._claims_per_call = max(1, claims_per_call)
-        self._search = tools.tool(DECONTEXTUALIZATION_ROLE, VECTOR_SEARCH) if tools else None
-        names = (GRADING_PROMPT,) if mode == "combined" else PER_AGENT_PROMPTS
-        self._prompts = {name: library.get(name) for name in names}
-        self._verifier = (
-            LLMVerifier(client, model=models.for_role("verification"), prompts=library)
+        self._per_agent = (
+            PerAgentGrader(client, models=models, prompts=library, cache=cache, tools=tools)
             if mode == "per_agent"
             else None
         )
-        self._role_models = (
-            [models.default]
-            if mode == "combined"
-            else [models.for_role(r) for r in ("entailment", "coverage", "decontextualization")]
-            + [models.for_role("verification")]
-        )
+        if self._per_agent is None:
+            self._prompts = {GRADING_PROMPT: library.get(GRADING_PROMPT)}
+            self._role_models = [models.default]
+        else:
+            self._prompts = dict(self._per_agent.prompts)
+            self._role_models = self._per_agent.role_models
         self._lexical = OfflineEvaluator() if mode == "combined" and lexical_share > 0 else None
         self._lexical_share = lexical_share if self._lexical is not None else 0.0
         # The cache holds what the model said, which the share does not change; the identity of
@@ -345,50 +298,9 @@ class LLMEvaluator(Evaluator):
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         given = items
         items = as_read(items)
-        if self._mode == "combined":
-            return self._evaluate_combined(items, given)
-        results: list[Score | None] = [None] * len(items)
-        keys = [self._key(item) for item in items]
-        pending: list[int] = []
-        # Equal items (two notes rendering to the same text) are asked once: a model handed
-        # the same claim twice in one call tends to answer it once.
-        first: dict[str, int] = {}
-        copies: list[tuple[int, int]] = []
-        for i, key in enumerate(keys):
-            if key in first:
-                copies.append((i, first[key]))
-                continue
-            first[key] = i
-            stored = self._cache.get(key) if self._cache is not None else None
-            score = _score_from_json(stored) if stored is not None else None
-            if score is None:
-                pending.append(i)
-            else:
-                results[i] = score
-                self._client.usage.add(cache_hits=1)
-        workers = self._client.settings.max_concurrency
-        scored = _run_all(self._score_per_agent, [items[i] for i in pending], workers)
-        for i, outcome in zip(pending, scored, strict=True):
-            results[i] = outcome if isinstance(outcome, Score) else _failed(outcome)
-        for i in pending:
-            score = results[i]
-            if self._cache is not None and score is not None and score.status == "ok":
-                self._cache.put(keys[i], _score_to_json(score))
-        for i, original in copies:
-            results[i] = results[original]
-        return [score if score is not None else _failed(None) for score in results]
-
-    def _key(self, item: EvalItem) -> str:
-        top_k = self._search.params.get("top_k") if self._search is not None else None
-        return cache_key(
-            self.name,
-            self._asked,
-            self._role_models,
-            item.claim,
-            item.source,
-            list(item.context),
-            top_k,
-        )
+        if self._per_agent is not None:
+            return self._per_agent.grade(items, identity=(self.name, self._asked))
+        return self._evaluate_combined(items, given)
 
     def _evaluate_combined(
         self, items: Sequence[EvalItem], given: Sequence[EvalItem]
@@ -418,9 +330,7 @@ class LLMEvaluator(Evaluator):
                 pending[key] = i
         groups = self._groups([(i, shown[i]) for i in pending.values()])
         workers = self._client.settings.max_concurrency
-        for group, outcome in zip(
-            groups, _run_all(self._score_group, groups, workers), strict=True
-        ):
+        for group, outcome in zip(groups, run_all(self._score_group, groups, workers), strict=True):
             for n, (i, _) in enumerate(group, 1):
                 grade = outcome if isinstance(outcome, EvaluationError) else outcome[f"c{n}"]
                 grades[keys[i]] = grade
@@ -446,17 +356,6 @@ class LLMEvaluator(Evaluator):
             for members in by_block.values()
             for start in range(0, len(members), size)
         ]
-
-    def _similar(self, item: EvalItem) -> str:
-        if self._search is None:
-            return "(no search tool configured)"
-        try:
-            hits = self._search(query=item.claim)
-        except EvaluationError as exc:
-            logger.warning("vector search failed for a claim: %s", exc)
-            return "(search unavailable)"
-        texts = [text for text in (reader_text(hit.text) for hit in hits) if text != item.source]
-        return delimit_all("similar_utterance", texts)
 
     def _score_group(self, group: list[tuple[int, EvalItem]]) -> dict[str, float]:
         return _refitting(self._client, lambda: self._score_group_once(group))
@@ -486,53 +385,6 @@ class LLMEvaluator(Evaluator):
         )
         return weighed_grades(tokens, reply.model_dump())
 
-    def _score_per_agent(self, item: EvalItem) -> Score:
-        claim = delimit("claim", item.claim)
-        source = delimit("source", item.source)
-        context = delimit_all("context", list(item.context))
-        plan: dict[str, tuple[dict[str, str], type[BaseModel]]] = {
-            "entailment": ({"claim": claim, "source": source, "context": context}, EntailmentOut),
-            "coverage": ({"claim": claim, "source": source}, CoverageOut),
-            "decontextualization": (
-                {"claim": claim, "source": source, "similar": self._similar(item)},
-                DecontextualizationOut,
-            ),
-        }
-        replies: dict[str, BaseModel] = {}
-        problems: list[str] = []
-        for role, (fields, schema) in plan.items():
-            messages = self._prompts[role].render(**fields)
-            try:
-                replies[role] = self._client.complete_json(
-                    self._models.for_role(role), messages, schema
-                )
-            except EvaluationError as exc:
-                problems.append(f"{role}={failure_status(exc)}")
-        assert self._verifier is not None  # built in per-agent mode
-        verdict = self._verifier.verify(item.claim, [item.source, *item.context])
-        if verdict.status != "ok":
-            problems.append(f"verification={verdict.status}")
-        entailment = replies.get("entailment")
-        coverage = replies.get("coverage")
-        decontext = replies.get("decontextualization")
-        score = Score(
-            entailed_score=ENTAILMENT_VALUES[entailment.entailment]
-            if isinstance(entailment, EntailmentOut)
-            else None,
-            coverage_score=coverage.coverage_score if isinstance(coverage, CoverageOut) else None,
-            decontextualization_score=decontext.decontextualization_score
-            if isinstance(decontext, DecontextualizationOut)
-            else None,
-            status="; ".join(problems) if problems else "ok",
-            verdict=verdict.label if verdict.status == "ok" else None,
-            justification=verdict.justification if verdict.status == "ok" else None,
-            omitted=tuple(_nonblank(coverage.omitted)) if isinstance(coverage, CoverageOut) else (),
-        )
-        return explained(
-            score,
-            entailment=verdict.justification or "the model finds the source does not support it",
-        )
-
 
 def _graded(
     item: EvalItem, grade: float | EvaluationError, *, lexical: Score | None, share: float
@@ -541,7 +393,7 @@ def _graded(
     the grade with ``share`` of the offline scorer's probability (``lexical``) mixed in; the grade
     alone where no offline score is asked for (``None``) or it could not be had."""
     if isinstance(grade, EvaluationError):
-        return _failed(grade)
+        return failed_score(grade)
     entailed = unit_score(grade)
     lexically = ""
     if lexical is not None and lexical.entailed_score is not None:
@@ -579,21 +431,3 @@ def grade_verdict(entailed: float) -> str:
     if entailed >= WEAKLY_SUPPORTED_FROM:
         return "weakly_supported"
     return "unsupported"
-
-
-def _failed(exc: EvaluationError | None, status: str | None = None) -> Score:
-    reason = status or (failure_status(exc) if exc is not None else "not_evaluated")
-    return Score(None, None, None, status=reason)
-
-
-def _score_to_json(score: Score) -> dict[str, Any]:
-    return dataclasses.asdict(score)
-
-
-def _score_from_json(stored: Any) -> Score | None:
-    if not isinstance(stored, dict):
-        return None
-    try:
-        return Score(**{**stored, "omitted": tuple(stored.get("omitted") or ())})
-    except TypeError:
-        return None

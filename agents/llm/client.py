@@ -27,19 +27,16 @@ from then on, and one that ignores them gives the written grade. Every reply's u
 prompt tokens the server took from its prompt cache (``usage.prompt_tokens_details.cached_tokens``,
 or llama.cpp's ``timings.cache_n``).
 
-Foreign exceptions stop here: :func:`translate_error` turns them into
-:class:`~aclarai.parsers.EvaluatorUnavailable` (transient) or
-:class:`~aclarai.parsers.EvaluationError` (:class:`InputTooLong` for a context-length refusal),
-the original kept as ``__cause__``.
+Foreign exceptions stop here: whatever the stack raises is translated
+(:mod:`aclarai.agents.llm.errors`), so callers see only aclarai's errors, the original kept as
+``__cause__``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import functools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -59,6 +56,14 @@ from tenacity import (
 from tenacity.wait import wait_exponential_jitter
 
 from aclarai.agents.llm.endpoint import EndpointMemory, OutputMode
+from aclarai.agents.llm.errors import (
+    CallCancelled,
+    OutOfBudget,
+    overloaded,
+    refuses_logprobs,
+    refuses_response_format,
+    translate_error,
+)
 from aclarai.agents.llm.limits import AdaptiveLimit, EndpointHealth, RateLimiter, UsageCounters
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import (
@@ -77,8 +82,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_API_BASE = "https://api.openai.com/v1"
-MAX_RETRY_AFTER_S = 300.0
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
 CHARS_PER_TOKEN = 3.0
 """A cautious estimate (English runs nearer 4): prompts are fitted with room to spare."""
 TIMED_REPLY_TOKENS = 16
@@ -87,18 +90,6 @@ start-up."""
 WRITING_TIMEOUTS = 3.0
 """The time to write a reply given on top of ``timeout_s`` is at most this many ``timeout_s``: a
 speed measured while the machine swapped must not leave a hung server undetected for an hour."""
-_CONTEXT_MARKERS = (
-    "context_length_exceeded",  # OpenAI's error code
-    "exceed_context_size_error",  # llama.cpp's error type
-    "maximum context length",  # OpenAI, vLLM
-    "exceeds the available context size",  # llama.cpp
-    "context window",
-    "prompt is too long",
-)
-_CONTEXT_SIZE = re.compile(r"maximum context length is (\d+)")
-_FORMAT_MARKERS = ("response_format", "response format", "json_schema", "json_object", "json mode")
-_VALIDATION_MARKERS = ("validation error", "input should be", "literal_error", "not supported")
-_LOGPROBS_MARKERS = ("logprobs", "top_logprobs")
 _REPAIR = (
     "Your previous reply could not be used: {error}. Reply again with only the JSON object "
     "in the format you were given, with no other text."
@@ -138,7 +129,7 @@ class EndpointSettings:
 
     @classmethod
     def from_settings(cls, llm: LLMSettingsLike, *, max_attempts: int) -> EndpointSettings:
-        """Build from the ``model.llm`` section and ``processing.retries.max_attempts``."""
+        """Build from the ``model.llm`` section and its ``max_attempts``."""
         return cls(
             api_base=llm.api_base,
             temperature=llm.temperature,
@@ -150,106 +141,6 @@ class EndpointSettings:
             context_tokens=llm.context_tokens,
             max_attempts=max_attempts,
         )
-
-
-class CallCancelled(EvaluatorUnavailable):
-    """The call was abandoned because the process is stopping; the work stays queued."""
-
-
-def retry_after_s(response: httpx.Response | None) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), if it said."""
-    if response is None:
-        return None
-    headers = response.headers
-    try:
-        if "retry-after-ms" in headers:
-            return min(float(headers["retry-after-ms"]) / 1000.0, MAX_RETRY_AFTER_S)
-        raw = headers.get("retry-after")
-        if raw is None:
-            return None
-        try:
-            seconds = float(raw)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(raw)
-            seconds = when.timestamp() - time.time()
-        return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-class OutOfBudget(EvaluatorUnavailable):
-    """A call given less time than the client's own timed out: the caller's budget ran out
-    (a judge's ``judge_timeout_s``), which says nothing of whether the endpoint answers."""
-
-
-def translate_error(exc: BaseException, *, short_budget: bool = False) -> EvaluationError:
-    """The aclarai error for a foreign exception from the HTTP/openai/llama-index stack.
-
-    Timeouts, connection failures, 408/409/429 and 5xx become :class:`EvaluatorUnavailable`
-    (with ``retry_after`` when the server gave one); any other status, or a malformed reply,
-    becomes :class:`EvaluationError`. The caller raises it ``from exc``. A timeout of a call
-    given less time than the client's own (``short_budget``) is :class:`OutOfBudget`.
-    """
-    if isinstance(exc, EvaluationError):
-        return exc
-    import openai  # only a process that met a model error pays for the import
-
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
-        kind = OutOfBudget if short_budget else EvaluatorUnavailable
-        return kind(f"model endpoint timed out: {exc}")
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
-        return EvaluatorUnavailable(f"cannot reach the model endpoint: {exc}")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        if status in (400, 413) and _says(exc, _CONTEXT_MARKERS):
-            return InputTooLong(
-                f"the prompt does not fit the model's context (HTTP {status}): {exc.message}",
-                context_tokens=_context_size(exc),
-            )
-        if refuses_response_format(exc):
-            return EvaluationError(
-                f"model endpoint does not take this response_format (HTTP {status}): {exc.message}"
-            )
-        if status in _TRANSIENT_STATUS or status >= 500:
-            return EvaluatorUnavailable(
-                f"model endpoint answered HTTP {status}: {exc.message}",
-                retry_after=retry_after_s(exc.response),
-            )
-        return EvaluationError(f"model endpoint refused the request (HTTP {status}): {exc.message}")
-    return EvaluationError(f"model call failed: {type(exc).__name__}: {exc}")
-
-
-def refuses_response_format(exc: BaseException | None) -> bool:
-    """Whether a refusal says the endpoint does not support the ``response_format`` we sent."""
-    import openai
-
-    if not isinstance(exc, openai.APIStatusError) or _says(exc, _CONTEXT_MARKERS):
-        return False
-    if exc.status_code in (400, 422, 501):
-        return _says(exc, _FORMAT_MARKERS)
-    # llama-cpp-python's server answers a request it cannot validate with a 500 whose body names
-    # the field ("response_format ... Input should be 'text' or 'json_object'"): not an outage.
-    return (
-        exc.status_code == 500
-        and _says(exc, ("response_format",))
-        and _says(exc, _VALIDATION_MARKERS)
-    )
-
-
-def _says(exc: openai.APIStatusError, markers: Sequence[str]) -> bool:
-    said = " ".join(
-        str(part) for part in (exc.message, exc.code, exc.type, exc.body) if part
-    ).lower()
-    return any(marker in said for marker in markers)
-
-
-def _context_size(exc: openai.APIStatusError) -> int | None:
-    """The context size an error names: llama.cpp's ``n_ctx`` field, or OpenAI's wording."""
-    body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("n_ctx"), int):
-        return int(body["n_ctx"])
-    found = _CONTEXT_SIZE.search(exc.message or "")
-    return int(found.group(1)) if found else None
 
 
 def estimate_tokens(text: str) -> int:
@@ -271,6 +162,71 @@ class Reply:
 
     text: str
     tokens: tuple[TokenOptions, ...] = ()
+
+
+class InFlight:
+    """A client's calls in flight: each runs on a helper thread, so that :meth:`cancel` frees its
+    caller at once, and its start is kept, so that a watchdog can see one that never ends."""
+
+    def __init__(self) -> None:
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._started: dict[object, float] = {}
+        """Monotonic start of each call in flight."""
+
+    def cancel(self) -> None:
+        """Abandon the calls in flight and refuse new ones (:class:`CallCancelled`)."""
+        self._cancelled.set()
+
+    def longest_s(self) -> float:
+        """How long the oldest call in flight has run; 0.0 when none is.
+
+        httpx's timeout bounds each read, not the whole reply: a server that trickles bytes holds
+        a call for ever, and a watchdog asks this to tell such a call from a slow one.
+        """
+        with self._lock:
+            oldest = min(self._started.values(), default=None)
+        return 0.0 if oldest is None else time.monotonic() - oldest
+
+    def sleep(self, seconds: float) -> None:
+        """Wait between attempts, cut short by :meth:`cancel`."""
+        if self._cancelled.wait(seconds):
+            raise CallCancelled("model call abandoned: stopping")
+
+    def run(self, call: Callable[[float], Any], timeout: float) -> Any:
+        """``call`` on a helper thread, so that :meth:`cancel` frees the caller at once.
+
+        A blocked socket read cannot be interrupted from another thread; the helper is left to
+        finish or time out on its own (it is a daemon thread and holds nothing of ours).
+        """
+        if self._cancelled.is_set():
+            raise CallCancelled("model call not started: stopping")
+        outcome: list[Any] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.append((True, call(timeout)))
+            except BaseException as exc:  # handed over to the caller's thread
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        token = object()
+        with self._lock:
+            self._started[token] = time.monotonic()
+        try:
+            threading.Thread(target=work, name="aclarai-llm-call", daemon=True).start()
+            while not done.wait(0.05):
+                if self._cancelled.is_set():
+                    raise CallCancelled("model call abandoned: stopping")
+        finally:
+            with self._lock:
+                del self._started[token]
+        ok, value = outcome[0]
+        if ok:
+            return value
+        raise value
 
 
 class LLMClient:
@@ -304,10 +260,7 @@ class LLMClient:
         self.health = EndpointHealth(self._api_base, logger)
         self._memory = EndpointMemory(self._api_base, state_path)
         self._asked_lock = threading.Lock()
-        self._cancelled = threading.Event()
-        self._calls_lock = threading.Lock()
-        self._calls_started: dict[object, float] = {}
-        """Monotonic start of each call in flight (see :meth:`longest_call_s`)."""
+        self._in_flight = InFlight()
         self._asked_server = False
         self._llms: dict[str, OpenAILike] = {}
         self._llms_lock = threading.Lock()
@@ -348,17 +301,11 @@ class LLMClient:
 
     def cancel(self) -> None:
         """Abandon calls in flight and refuse new ones (:class:`CallCancelled`): shutting down."""
-        self._cancelled.set()
+        self._in_flight.cancel()
 
     def longest_call_s(self) -> float:
-        """How long the oldest call in flight has run; 0.0 when none is.
-
-        httpx's timeout bounds each read, not the whole reply: a server that trickles bytes holds
-        a call for ever, and a watchdog asks this to tell such a call from a slow one.
-        """
-        with self._calls_lock:
-            oldest = min(self._calls_started.values(), default=None)
-        return 0.0 if oldest is None else time.monotonic() - oldest
+        """How long the oldest call in flight has run; 0.0 when none is (see :class:`InFlight`)."""
+        return self._in_flight.longest_s()
 
     def complete_json(
         self,
@@ -485,7 +432,7 @@ class LLMClient:
                 raise
             except EvaluationError as exc:
                 refused_format = mode != "text" and refuses_response_format(exc.__cause__)
-                if weighed and not refused_format and _refuses_logprobs(exc.__cause__):
+                if weighed and not refused_format and refuses_logprobs(exc.__cause__):
                     self._memory.forget_logprobs(model, exc)
                     continue
                 if not refused_format:
@@ -563,7 +510,7 @@ class LLMClient:
             wait=wait,
             retry=retry_if_exception_type(EvaluatorUnavailable)
             & retry_if_not_exception_type(CallCancelled),
-            sleep=self._sleep,
+            sleep=self._in_flight.sleep,
             before_sleep=before_sleep,
             reraise=True,
         )
@@ -578,10 +525,6 @@ class LLMClient:
         self.health.answered()
         return result
 
-    def _sleep(self, seconds: float) -> None:
-        if self._cancelled.wait(seconds):
-            raise CallCancelled("model call abandoned: stopping")
-
     def _attempt(self, call: Callable[[float], Any], timeout: float) -> Any:
         self._limiter.acquire()
         self.concurrency.acquire()
@@ -589,13 +532,13 @@ class LLMClient:
             self.usage.add(calls=1)
             started = time.monotonic()
             try:
-                result = self._interruptible(call, timeout)
+                result = self._in_flight.run(call, timeout)
             except CallCancelled:
                 raise
             except Exception as exc:
                 # The edge of the foreign stack: whatever it raises, callers see our errors.
                 error = translate_error(exc, short_budget=timeout < self.call_timeout_s)
-                if _overloaded(exc):
+                if overloaded(exc):
                     self.concurrency.overloaded()
                 elif not isinstance(error, EvaluatorUnavailable):
                     self.health.answered()
@@ -605,41 +548,6 @@ class LLMClient:
             return result
         finally:
             self.concurrency.release()
-
-    def _interruptible(self, call: Callable[[float], Any], timeout: float) -> Any:
-        """``call`` on a helper thread, so that :meth:`cancel` frees the caller at once.
-
-        A blocked socket read cannot be interrupted from another thread; the helper is left to
-        finish or time out on its own (it is a daemon thread and holds nothing of ours).
-        """
-        if self._cancelled.is_set():
-            raise CallCancelled("model call not started: stopping")
-        outcome: list[Any] = []
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                outcome.append((True, call(timeout)))
-            except BaseException as exc:  # handed over to the caller's thread
-                outcome.append((False, exc))
-            finally:
-                done.set()
-
-        token = object()
-        with self._calls_lock:
-            self._calls_started[token] = time.monotonic()
-        try:
-            threading.Thread(target=run, name="aclarai-llm-call", daemon=True).start()
-            while not done.wait(0.05):
-                if self._cancelled.is_set():
-                    raise CallCancelled("model call abandoned: stopping")
-        finally:
-            with self._calls_lock:
-                del self._calls_started[token]
-        ok, value = outcome[0]
-        if ok:
-            return value
-        raise value
 
     def _llm(self, model: str) -> OpenAILike:
         from llama_index.llms.openai_like import OpenAILike
@@ -685,17 +593,6 @@ def _with_hint(messages: list[Message], hint: str) -> list[Message]:
                 *messages[i + 1 :],
             ]
     return [Message("system", hint), *messages]
-
-
-def _refuses_logprobs(exc: BaseException | None) -> bool:
-    """Whether a refusal says the endpoint does not take ``logprobs`` (some reasoning models)."""
-    import openai
-
-    return (
-        isinstance(exc, openai.APIStatusError)
-        and exc.status_code in (400, 422)
-        and _says(exc, _LOGPROBS_MARKERS)
-    )
 
 
 def _cached_tokens(raw: Any) -> int:
@@ -761,12 +658,3 @@ def _token_options(raw: Any) -> tuple[TokenOptions, ...]:
         )
         for entry in content
     )
-
-
-def _overloaded(exc: BaseException) -> bool:
-    """A timeout or a 429: the server has more requests than it can take at once."""
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code == 429

@@ -1,12 +1,19 @@
-"""An endpoint's limits (rate, adaptive concurrency), its usage counters, and whether it answers."""
+"""An endpoint's limits (rate, adaptive concurrency), its usage counters, whether it answers, and
+the running of an agent's calls side by side within them."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+from aclarai.parsers import EvaluationError
+
+R = TypeVar("R")
 
 
 @dataclass(slots=True)
@@ -198,3 +205,20 @@ class EndpointHealth:
         self._log.warning(
             "model endpoint %s is back after %.0f s", self._endpoint, self._clock() - since
         )
+
+
+def run_all(
+    function: Callable[[Any], R], jobs: Sequence[Any], workers: int
+) -> list[R | EvaluationError]:
+    """``function`` over ``jobs`` on up to ``workers`` threads; errors returned, not raised."""
+
+    def guarded(job: Any) -> R | EvaluationError:
+        try:
+            return function(job)
+        except EvaluationError as exc:
+            return exc
+
+    if len(jobs) <= 1:
+        return [guarded(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+        return list(pool.map(guarded, jobs))

@@ -190,4 +190,4 @@ def _missing_words(text: str, keys: frozenset[str] | set[str]) -> list[str]:
 
 
 def _failed(status: str) -> Score:
-    return Score(None, None, None, status=status)
+    return Score.failed(status)

@@ -3,7 +3,7 @@ one-shot pass (:mod:`.resync`), the watcher that finds settled notes (:mod:`.wat
 path that syncs them (:mod:`.watch_path`), the
 DirtyBlockConsumer that grades queued blocks and writes their scores back (:mod:`.consumer`; its
 first stage in :mod:`.grading`, a take's records in :mod:`.take`), the commands that reach a
-running daemon (:mod:`.remote`), its record and watchdog word (:mod:`.liveness`) and systemd
+running daemon (:mod:`.handoff`), its record and watchdog word (:mod:`.liveness`) and systemd
 (:mod:`.systemd`)."""
 
 from aclarai.daemon.loop.consumer import DirtyBlockConsumer

@@ -142,7 +142,7 @@ class DirtyBlockConsumer:
         """
         total = DrainStats()
         outage = _Outage()
-        workers = self.processing.workers
+        workers = self.processing.concurrent_notes
         with (
             self._draining,
             ThreadPoolExecutor(workers, thread_name_prefix="aclarai-worker") as pool,

@@ -9,7 +9,7 @@ made while it was down. From then on:
   through the note-sync path of :mod:`aclarai.daemon.vault.notesync`: one read, one parse, queue
   entries, one store sync) and wakes the consumer;
 - one consumer thread drains the queue (:class:`DirtyBlockConsumer`, a bounded pool of
-  ``processing.workers``) whenever woken or a retry falls due, and refreshes the dashboard;
+  ``processing.concurrent_notes``) whenever woken or a retry falls due, and refreshes the dashboard;
 - apscheduler runs the reconcile on ``watch.reconcile_cron`` and on ``aclarai resync`` requests
   handed over by :mod:`aclarai.daemon.vault.control`, one at a time (``max_instances=1`` and a lock
   shared by both paths), while the consumer loop waits for it to finish draining;
@@ -72,7 +72,7 @@ from aclarai.daemon.vault.control import (
 from aclarai.daemon.vault.lock import VaultLock
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.writer import remove_stale_temp_files
-from aclarai.parsers import AclaraiError, ConfigError, utc_now
+from aclarai.parsers import AclaraiError, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +94,8 @@ def run_daemon(
     config = bind_to_vault(config, vault_root)
     if not vault_root.is_dir():
         raise AclaraiError(f"vault {vault_root} does not exist or is not a folder")
-    try:
-        trigger = CronTrigger.from_crontab(config.watch.reconcile_cron)
-    except ValueError as exc:
-        raise ConfigError(
-            f"watch.reconcile_cron {config.watch.reconcile_cron!r}: {exc}",
-            key="watch.reconcile_cron",
-        ) from exc
+    # Checked when the configuration was loaded.
+    trigger = CronTrigger.from_crontab(config.watch.reconcile_cron)
     state_dir = config.state_dir_for(vault_root)
     lock = VaultLock(state_dir, DAEMON_ROLE, vault=vault_root)
     lock.acquire(timeout_s=0.0)

@@ -42,6 +42,7 @@ from aclarai.parsers import (
     EvaluationError,
     EvaluatorUnavailable,
     TransientError,
+    named_scores,
     utc_now,
 )
 
@@ -186,9 +187,7 @@ class NoteGrader:
                     claim_id=c.id,
                     block_id=bid,
                     evaluated_hash=b.hash,
-                    entailed_score=s.entailed_score,
-                    coverage_score=s.coverage_score,
-                    decontextualization_score=s.decontextualization_score,
+                    **named_scores(s),
                     status=s.status,
                     model=self.evaluator.model_id,
                     verdict=s.verdict,

@@ -8,7 +8,7 @@ from pathlib import Path
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_store, build_vault
 from aclarai.daemon.reports.dashboard import claim_ref
-from aclarai.parsers import AclaraiError, ClaimRef, shown_threshold
+from aclarai.parsers import AclaraiError, ClaimRef, named_scores, shown_threshold
 
 CLAIM_TEXT_SHOWN = 80
 
@@ -62,10 +62,8 @@ def _note_rel(config: Config, vault_root: Path, note: str) -> str:
 
 
 def format_claim(ref: ClaimRef) -> str:
-    """One line: quality, the three scores, where, the claim (and the status of a failure)."""
-    scores = " ".join(
-        _score(v) for v in (ref.entailed_score, ref.coverage_score, ref.decontextualization_score)
-    )
+    """One line: quality, the scores, where, the claim (and the status of a failure)."""
+    scores = " ".join(_score(v) for v in named_scores(ref).values())
     line = f"{_score(ref.quality)}  [{scores}]  {ref.file}#^{ref.block_id}  {_shorten(ref.text)}"
     if ref.quality is None:
         line += f"  ({ref.status})"
@@ -81,9 +79,7 @@ def claim_json(ref: ClaimRef) -> str:
             "file": ref.file,
             "block_id": ref.block_id,
             "quality": ref.quality,
-            "entailed_score": ref.entailed_score,
-            "coverage_score": ref.coverage_score,
-            "decontextualization_score": ref.decontextualization_score,
+            **named_scores(ref),
             "verdict": ref.verdict,
             "justification": ref.justification,
             "status": ref.status,

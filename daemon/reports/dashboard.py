@@ -20,12 +20,14 @@ from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.daemon.vault.writer import create_if_absent, sha256_bytes, write_if_unchanged
 from aclarai.graph import GraphStore, StoreCounts, StoredBlock, StoredClaim, key_block_id
 from aclarai.parsers import (
+    SCORE_NAMES,
     AclaraiError,
     ClaimRef,
     DashboardData,
     DeadLetter,
     NoteStats,
     format_utc,
+    named_scores,
     render_dashboard,
     same_dashboard,
     shown_threshold,
@@ -55,9 +57,7 @@ def claim_ref(claim: StoredClaim, block: StoredBlock | None) -> ClaimRef:
         file=block.file if block is not None else "",
         block_id=key_block_id(claim.block_id),
         block_text=block.text if block is not None else "",
-        entailed_score=score.entailed_score if score else None,
-        coverage_score=score.coverage_score if score else None,
-        decontextualization_score=score.decontextualization_score if score else None,
+        **(named_scores(score) if score else dict.fromkeys(SCORE_NAMES)),
         quality=score.quality if score else None,
         verdict=score.verdict if score else None,
         justification=score.justification if score else None,

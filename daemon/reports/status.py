@@ -7,8 +7,8 @@ killed daemon's last "grading 3 notes" is shown as what it was doing when it was
 :func:`status_json` gives the same as one JSON object whose keys are listed in
 :data:`JSON_KEYS`.
 
-With ``workers.redis_url`` it also shows the grading workers (:class:`WorkersStatus`), read from
-Redis; without it Redis is never imported.
+With ``grading_workers.redis_url`` it also shows the grading workers (:class:`WorkersStatus`),
+read from Redis; without it Redis is never imported.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CLAIM_TEXT_SHOWN = 80
 
 @dataclass
 class WorkersStatus:
-    """The grading workers' side of the vault (``workers.redis_url``), as Redis holds it."""
+    """The grading workers' side of the vault (``grading_workers.redis_url``), as Redis holds it."""
 
     redis: str
     """The server, its password left out."""
@@ -104,7 +104,7 @@ class Status:
     oldest_waiting: tuple[str, float] | None = None
     """The note and Unix time of the oldest change not yet graded (dead letters aside)."""
     workers: WorkersStatus | None = None
-    """With ``workers.redis_url``: the grading workers and their backlog."""
+    """With ``grading_workers.redis_url``: the grading workers and their backlog."""
 
     @property
     def record_current(self) -> bool:
@@ -200,17 +200,17 @@ def collect_status(
 
 def read_workers(config: Config, state_dir: Path) -> WorkersStatus | None:
     """The grading workers seen and the work waiting for them; ``None`` without
-    ``workers.redis_url``. Redis unreachable is said in ``error``, never raised."""
-    settings = config.workers
+    ``grading_workers.redis_url``. Redis unreachable is said in ``error``, never raised."""
+    settings = config.grading_workers
     if settings.redis_url is None:
         return None
-    # Imported here: without workers.redis_url, status never imports redis.
+    # Imported here: without grading_workers.redis_url, status never imports redis.
     import redis
 
     from aclarai.daemon.factory import vault_id
     from aclarai.daemon.redis_link import broker, connect, redact
     from aclarai.daemon.workers import backlog, work_stream, workers_seen
-    from aclarai.daemon.workers.remote import GROUP
+    from aclarai.daemon.workers.publisher import GROUP
     from aclarai.daemon.workers.wire import dead_letter_stream, results_stream
 
     url, prefix = settings.redis_url, settings.prefix
@@ -218,7 +218,7 @@ def read_workers(config: Config, state_dir: Path) -> WorkersStatus | None:
         redact(url), work_stream(prefix, _grader(config)), dead_stream=dead_letter_stream(prefix)
     )
     results = results_stream(prefix, vault_id(state_dir))
-    client = connect(url, block_ms=settings.block_ms)
+    client = connect(url, block_s=settings.block_s)
     try:
         with broker(url):
             return replace(
@@ -280,7 +280,7 @@ JSON_KEYS: dict[str, str] = {
     "unmarked_notes": "the adopted notes holding them",
     "verify": "with --verify: each difference between the graph and a fresh parse of the "
     "vault (file, block_id, difference; empty when in step), else null",
-    "workers": "with workers.redis_url: the grading workers seen, the backlog, the results "
+    "workers": "with grading_workers.redis_url: the grading workers seen, the backlog, the results "
     "waiting and the dead letters (see the README), else null",
 }
 """The keys of :func:`status_json`, each with what it holds (times are UTC stamps)."""

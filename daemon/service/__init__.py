@@ -1,5 +1,5 @@
-"""The evaluation service: the HTTP API (:mod:`.api`), the Redis Stream worker
-(:mod:`.stream_worker`), the MCP server (:mod:`.mcp`), and ``aclarai evaluate`` and ``aclarai
+"""The evaluation service: the HTTP API (:mod:`.api`), the Redis Stream consumer
+(:mod:`.consume`), the MCP server (:mod:`.mcp`), and ``aclarai evaluate`` and ``aclarai
 validate`` over JSON lines (:mod:`.batch_eval`, :mod:`.answer_batch`, :mod:`.validate`, one
 reader in :mod:`.jsonl`), all over one :class:`ServiceCore` (:mod:`.core`)."""
 

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from aclarai.agents import EvalItem, Evaluator
 from aclarai.daemon.service.jsonl import JsonLine, read_json_lines
+from aclarai.parsers import SCORE_NAMES, named_scores
 
 CHUNK = 64
 
@@ -60,9 +61,7 @@ def evaluate_lines(lines: Iterable[bytes], evaluator: Evaluator) -> Iterator[dic
             if item is None:
                 yield {
                     "id": ident,
-                    "entailed_score": None,
-                    "coverage_score": None,
-                    "decontextualization_score": None,
+                    **dict.fromkeys(SCORE_NAMES),
                     "verdict": None,
                     "status": f"error: {error}",
                 }
@@ -70,9 +69,7 @@ def evaluate_lines(lines: Iterable[bytes], evaluator: Evaluator) -> Iterator[dic
             score = next(scores)
             yield {
                 "id": ident,
-                "entailed_score": score.entailed_score,
-                "coverage_score": score.coverage_score,
-                "decontextualization_score": score.decontextualization_score,
+                **named_scores(score),
                 "verdict": score.verdict,
                 "status": score.status,
             }

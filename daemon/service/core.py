@@ -215,7 +215,7 @@ class ServiceCore:
         Raises:
             EvaluatorUnavailable: a judge failed because the model endpoint is unreachable:
                 no verdict rather than one made without the model (the API answers 503, the
-                stream worker leaves the event pending).
+                stream consumer leaves the event pending).
         """
         i = request.interaction
         result = self.answers.evaluate(Interaction(i.user_query, i.context, i.answer))

@@ -34,7 +34,7 @@ from aclarai.daemon.service.core import (
     VerifyRequest,
     build_service_core,
 )
-from aclarai.parsers import AclaraiError
+from aclarai.parsers import AclaraiError, named_scores
 
 SERVER_NAME = "aclarai"
 MAX_PASSAGE_CHARS = 200_000
@@ -104,9 +104,7 @@ def grade_text(core: ServiceCore, passage: str, source: str) -> dict[str, Any]:
             {
                 "claim": claim.text,
                 "paragraph": int(utterance.block_id[1:]),
-                "entailed_score": score.entailed_score,
-                "coverage_score": score.coverage_score,
-                "decontextualization_score": score.decontextualization_score,
+                **named_scores(score),
                 "verdict": score.verdict,
                 "justification": score.justification,
                 "status": score.status,

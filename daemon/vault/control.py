@@ -1,5 +1,5 @@
 """The rows in the queue's ``meta`` table through which ``aclarai`` commands and a running
-daemon talk (the commands' side is :mod:`aclarai.daemon.loop.remote`).
+daemon talk (the commands' side is :mod:`aclarai.daemon.loop.handoff`).
 
 - **Pause switch**: ``meta.paused = "1"`` (``aclarai pause``) or a ``PAUSED`` file in the state
   dir stops write-backs and evaluation; watching and queueing go on.

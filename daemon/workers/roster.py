@@ -1,8 +1,8 @@
 """Who grades and how much waits: the workers' heartbeats and a work stream's backlog.
 
 Each worker writes its heartbeat (a JSON object) into one hash under its name every
-``workers.heartbeat_s``; a worker not heard from in three beats is shown as gone, and one not
-heard from in a day is forgotten. ``status`` and a daemon waiting for results read them here.
+``grading_workers.heartbeat_s``; a worker not heard from in three beats is shown as gone, and one
+not heard from in a day is forgotten. ``status`` and a daemon waiting for results read them here.
 """
 
 from __future__ import annotations

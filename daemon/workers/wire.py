@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from aclarai.agents import Claim, EvalItem, ExtractionInput, Score, Utterance
-from aclarai.parsers import PayloadError
+from aclarai.parsers import SCORE_NAMES, PayloadError
 
 WIRE_VERSION = 1
 Kind = Literal["extract", "evaluate"]
@@ -272,9 +272,7 @@ def _score_of(value: object) -> Score:
         return None if found is None else _text(found, f"score {name}")
 
     return Score(
-        number("entailed_score"),
-        number("coverage_score"),
-        number("decontextualization_score"),
+        *(number(name) for name in SCORE_NAMES),
         status=_text(body["status"], "score status"),
         verdict=optional("verdict"),
         justification=optional("justification"),

@@ -29,7 +29,7 @@ class OverlapEvaluator(Evaluator):
 
     def _score(self, item: EvalItem) -> Score:
         if self._fail_on is not None and self._fail_on in item.claim:
-            return Score(None, None, None, status="error: scripted failure")
+            return Score.failed("error: scripted failure")
         claim = {w.lower() for w in _WORD.findall(item.claim)}
         source = {w.lower() for w in _WORD.findall(item.source)}
         share = len(claim & source) / len(claim) if claim else 0.0

@@ -15,14 +15,8 @@ import httpx
 import openai
 import pytest
 
-from aclarai.agents.llm.agents import failure_status
-from aclarai.agents.llm.client import (
-    EndpointSettings,
-    InputTooLong,
-    LLMClient,
-    refuses_response_format,
-    translate_error,
-)
+from aclarai.agents.llm.client import EndpointSettings, InputTooLong, LLMClient
+from aclarai.agents.llm.errors import failure_status, refuses_response_format, translate_error
 from aclarai.agents.llm.limits import RateLimiter
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import (

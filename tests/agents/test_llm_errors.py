@@ -9,8 +9,15 @@ import httpx
 import openai
 import pytest
 
-from aclarai.agents.llm.client import retry_after_s, translate_error
-from aclarai.parsers import EvaluationError, EvaluatorUnavailable, TransientError
+from aclarai.agents.llm.errors import (
+    OutOfBudget,
+    failed_score,
+    overloaded,
+    refuses_logprobs,
+    retry_after_s,
+    translate_error,
+)
+from aclarai.parsers import SCORE_NAMES, EvaluationError, EvaluatorUnavailable, TransientError
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
 
@@ -101,3 +108,47 @@ def test_retry_after_as_http_date() -> None:
 
     assert seconds is not None
     assert 25 <= seconds <= 31
+
+
+def test_a_timeout_within_a_short_budget_is_out_of_budget() -> None:
+    mapped = translate_error(openai.APITimeoutError(REQUEST), short_budget=True)
+
+    assert isinstance(mapped, OutOfBudget)
+    assert isinstance(translate_error(openai.APITimeoutError(REQUEST)), EvaluatorUnavailable)
+    assert not isinstance(translate_error(openai.APITimeoutError(REQUEST)), OutOfBudget)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (openai.APITimeoutError(REQUEST), True),
+        (httpx.ReadTimeout("slow", request=REQUEST), True),
+        (_status_error(openai.RateLimitError, 429), True),
+        (_status_error(openai.InternalServerError, 503), False),
+        (openai.APIConnectionError(request=REQUEST), False),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_a_timeout_or_429_says_the_server_is_overloaded(
+    error: BaseException, expected: bool
+) -> None:
+    assert overloaded(error) is expected
+
+
+def test_a_refusal_naming_logprobs_is_told_from_other_refusals() -> None:
+    def refusal(message: str) -> openai.APIStatusError:
+        return openai.BadRequestError(message, response=_response(400), body=None)
+
+    assert refuses_logprobs(refusal("logprobs is not supported with this model"))
+    assert not refuses_logprobs(refusal("temperature is out of range"))
+    assert not refuses_logprobs(ValueError("logprobs"))
+
+
+def test_a_failed_evaluation_scores_nothing_and_says_why() -> None:
+    down = failed_score(EvaluatorUnavailable("down"))
+    never = failed_score(None)
+
+    assert all(getattr(down, name) is None for name in SCORE_NAMES)
+    assert down.unavailable
+    assert never.status == "not_evaluated"
+    assert not never.unavailable

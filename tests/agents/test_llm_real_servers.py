@@ -13,13 +13,9 @@ from typing import Literal
 import pytest
 
 from aclarai.agents.base import EvalItem, ExtractionInput, Utterance
-from aclarai.agents.llm.agents import (
-    LLMClaimExtractor,
-    LLMEvaluator,
-    RoleModels,
-    failure_status,
-)
-from aclarai.agents.llm.client import CallCancelled, LLMClient
+from aclarai.agents.llm.agents import LLMClaimExtractor, LLMEvaluator, RoleModels
+from aclarai.agents.llm.client import LLMClient
+from aclarai.agents.llm.errors import CallCancelled, failure_status
 from aclarai.agents.llm.fitting import CUT_MARKER, fit_prompt
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput

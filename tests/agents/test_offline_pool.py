@@ -131,7 +131,7 @@ def test_workers_must_be_positive() -> None:
 
 def test_the_factory_sizes_the_pool_from_eval_workers(tmp_path: Path) -> None:
     env = {"ACLARAI_STATE_DIR": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    config = load_config(env={**env, "ACLARAI_EVAL__WORKERS": "3"})
+    config = load_config(env={**env, "ACLARAI_EVAL__PROCESSES": "3"})
     agents = build_agents(config, tmp_path)
     try:
         assert isinstance(agents.evaluator, PooledEvaluator)

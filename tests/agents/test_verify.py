@@ -162,7 +162,7 @@ def test_evaluator_verifier_prefers_the_evaluators_own_verdict() -> None:
 
 
 def test_evaluator_verifier_reports_a_failed_evaluation() -> None:
-    evaluator = _FixedEvaluator(Score(None, None, None, status="llm_unavailable: down"))
+    evaluator = _FixedEvaluator(Score.failed("llm_unavailable: down"))
 
     verdict = EvaluatorVerifier(evaluator).verify("c", ["d"])
 

@@ -518,11 +518,11 @@ def test_consume_killed_then_the_next_start_consumes_at_once(
     stream, results = f"crash-events-{tag}", f"crash-results-{tag}"
     env = daemon_env(
         ACLARAI_STATE_DIR=str(tmp_path / "state"),
-        ACLARAI_REDIS__URL=redis_server.url,
-        ACLARAI_REDIS__STREAM=stream,
-        ACLARAI_REDIS__GROUP=f"crash-group-{tag}",
-        ACLARAI_REDIS__RESULTS_STREAM=results,
-        ACLARAI_REDIS__DEAD_LETTER_STREAM=f"crash-dead-{tag}",
+        ACLARAI_EVAL_STREAM__REDIS_URL=redis_server.url,
+        ACLARAI_EVAL_STREAM__STREAM=stream,
+        ACLARAI_EVAL_STREAM__GROUP=f"crash-group-{tag}",
+        ACLARAI_EVAL_STREAM__RESULTS_STREAM=results,
+        ACLARAI_EVAL_STREAM__DEAD_LETTER_STREAM=f"crash-dead-{tag}",
     )
     client = redis.Redis.from_url(redis_server.url)
 

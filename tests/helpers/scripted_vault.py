@@ -89,7 +89,7 @@ def llm_env(tmp_path: Path, server: ScriptedLLMServer) -> dict[str, str]:
         "ACLARAI_MODEL__LLM__API_BASE": server.base_url,
         "ACLARAI_MODEL__LLM__API_KEY_ENV": KEY_ENV,
         KEY_ENV: "scripted-key",
-        "ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS": "2",
+        "ACLARAI_MODEL__LLM__MAX_ATTEMPTS": "2",
     }
 
 

@@ -39,10 +39,10 @@ def stream_names(tag: str | None = None) -> dict[str, str]:
     """Overrides giving a test its own streams and group on the shared redis-server."""
     tag = tag or uuid.uuid4().hex[:10]
     return {
-        "redis.stream": f"events-{tag}",
-        "redis.group": f"group-{tag}",
-        "redis.results_stream": f"results-{tag}",
-        "redis.dead_letter_stream": f"dead-{tag}",
+        "eval_stream.stream": f"events-{tag}",
+        "eval_stream.group": f"group-{tag}",
+        "eval_stream.results_stream": f"results-{tag}",
+        "eval_stream.dead_letter_stream": f"dead-{tag}",
     }
 
 
@@ -98,7 +98,7 @@ def results(client: redis.Redis, config: Config) -> list[dict[str, Any]]:
             "source_id": fields[b"source_id"],
             "payload": json.loads(fields[b"payload"]),
         }
-        for fields in entries(client, config.redis.results_stream)
+        for fields in entries(client, config.eval_stream.results_stream)
     ]
 
 

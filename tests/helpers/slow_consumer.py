@@ -2,7 +2,7 @@
 
 Run as ``python -m tests.helpers.slow_consumer CONFIG_JSON MARKER HOLD_S``: CONFIG_JSON holds the
 dotted-key overrides; each time the judge starts on an entry it appends a line to MARKER, then
-holds the entry HOLD_S seconds. SIGTERM and SIGINT are handled by :func:`run_worker` itself.
+holds the entry HOLD_S seconds. SIGTERM and SIGINT are handled by :func:`run_consumer` itself.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import load_config
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import assemble_core
-from aclarai.daemon.service.stream_worker import run_worker
 from tests.agents.service_fakes import OverlapEvaluator
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     config = load_config(env={"XDG_CONFIG_HOME": str(marker.parent)}, overrides=overrides)
     core = assemble_core(config.service, OverlapEvaluator(), judges=[HoldingJudge(marker, hold_s)])
     try:
-        stats = run_worker(config, core=core, consumer="slow-consumer")
+        stats = run_consumer(config, core=core, consumer="slow-consumer")
     finally:
         core.close()
     print(json.dumps({"processed": stats.processed}), flush=True)

@@ -30,7 +30,7 @@ def _llm(monkeypatch: pytest.MonkeyPatch, server: ScriptedLLMServer) -> None:
     monkeypatch.setenv("ACLARAI_MODEL__BACKEND", "llm")
     monkeypatch.setenv("ACLARAI_MODEL__LLM__API_BASE", server.base_url)
     monkeypatch.setenv("ACLARAI_MODEL__LLM__API_KEY_ENV", KEY_ENV)
-    monkeypatch.setenv("ACLARAI_PROCESSING__RETRIES__MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("ACLARAI_MODEL__LLM__MAX_ATTEMPTS", "1")
     monkeypatch.setenv(KEY_ENV, "scripted-key")
 
 

@@ -41,7 +41,7 @@ class FixedEvaluator(Evaluator):
             hook, self.before_next = self.before_next, None
             hook()
         if self.value is None:
-            return [Score(None, None, None, status=self.failure) for _ in items]
+            return [Score.failed(self.failure) for _ in items]
         return [Score(self.value, self.value, self.value) for _ in items]
 
 
@@ -141,7 +141,12 @@ def make_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
         evaluator = FixedEvaluator()
         extractor = extractor_class(build_agents(config, state).extractor)
         consumer = DirtyBlockConsumer(
-            notes, queue, extractor, evaluator, ProcessingSettings(workers=1), on_write=on_write
+            notes,
+            queue,
+            extractor,
+            evaluator,
+            ProcessingSettings(concurrent_notes=1),
+            on_write=on_write,
         )
         rig = Rig(vault, store, queue, notes, consumer, evaluator, extractor)
         rig.notes.sync_vault()

@@ -47,7 +47,7 @@ def test_an_outage_mid_run_is_logged_once_backs_off_and_resumes(
         queue,
         agents.extractor,
         agents.evaluator,
-        ProcessingSettings(workers=1),
+        ProcessingSettings(concurrent_notes=1),
     )
     try:
         llm_server.responder = responder()

@@ -186,7 +186,7 @@ class FlakyEvaluator(Evaluator):
     def evaluate_batch(self, items: Sequence[EvalItem]) -> list[Score]:
         self.calls += len(items)
         if self.failing:
-            return [Score(None, None, None, status="endpoint unreachable") for _ in items]
+            return [Score.failed("endpoint unreachable") for _ in items]
         return [Score(0.8, 0.6, 0.9) for _ in items]
 
 
@@ -199,7 +199,7 @@ def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
         queue,
         build_agents(config, state).extractor,
         evaluator,
-        ProcessingSettings(workers=1),
+        ProcessingSettings(concurrent_notes=1),
     )
     return notes, consumer, store, queue
 

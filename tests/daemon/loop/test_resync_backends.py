@@ -262,7 +262,7 @@ def test_outage_mid_resync_keeps_the_work_queued_and_completes_after_restart(
             ACLARAI_GRAPH__BACKEND="neo4j",
             ACLARAI_GRAPH__NEO4J__MAX_ATTEMPTS="2",
             ACLARAI_GRAPH__NEO4J__TIMEOUT_S="3",
-            ACLARAI_PROCESSING__WORKERS="1",
+            ACLARAI_PROCESSING__CONCURRENT_NOTES="1",
             # One note per take: a take's notes reach the store together, so the outage
             # lands between two takes.
             ACLARAI_PROCESSING__BATCH_SIZE="1",

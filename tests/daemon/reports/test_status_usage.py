@@ -2,7 +2,7 @@
 quality is below ``threshold.claim_quality``; the resync summary counts the latter too.
 
 Resyncs and a daemon run with ``model.backend: llm`` against the scripted OpenAI-compatible
-server of :mod:`tests.daemon.test_resync_llm`; usage totals live in the queue's meta table.
+server of :mod:`tests.helpers.scripted_vault`; usage totals live in the queue's meta table.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config, load_config
 from aclarai.daemon.loop.daemon import run_daemon
-from aclarai.daemon.loop.remote import hand_resync_to_daemon
+from aclarai.daemon.loop.handoff import hand_resync_to_daemon
 from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.control import UsageRecorder, read_usage

@@ -145,7 +145,7 @@ def test_a_judges_model_call_gives_up_when_the_evaluation_does(tmp_path: Path) -
                 "model.backend": "llm",
                 "model.llm.api_base": llm.base_url,
                 "model.llm.timeout_s": 30.0,
-                "processing.retries.max_attempts": 1,
+                "model.llm.max_attempts": 1,
                 "service.judge_timeout_s": 0.5,
             },
         )

@@ -74,11 +74,11 @@ def test_consume_burst_processes_the_stream(tmp_path: Path, redis_server: RedisS
     tag = str(time.monotonic_ns())
     env = _env(
         tmp_path,
-        ACLARAI_REDIS__URL=redis_server.url,
-        ACLARAI_REDIS__STREAM=f"cli-events-{tag}",
-        ACLARAI_REDIS__GROUP=f"cli-group-{tag}",
-        ACLARAI_REDIS__RESULTS_STREAM=f"cli-results-{tag}",
-        ACLARAI_REDIS__DEAD_LETTER_STREAM=f"cli-dead-{tag}",
+        ACLARAI_EVAL_STREAM__REDIS_URL=redis_server.url,
+        ACLARAI_EVAL_STREAM__STREAM=f"cli-events-{tag}",
+        ACLARAI_EVAL_STREAM__GROUP=f"cli-group-{tag}",
+        ACLARAI_EVAL_STREAM__RESULTS_STREAM=f"cli-results-{tag}",
+        ACLARAI_EVAL_STREAM__DEAD_LETTER_STREAM=f"cli-dead-{tag}",
     )
     r = redis.Redis.from_url(redis_server.url)
     r.xadd(f"cli-events-{tag}", {"payload": json.dumps(evaluate_payload("evt-1"))})

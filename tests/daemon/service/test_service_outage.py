@@ -17,8 +17,8 @@ import redis
 
 from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import build_service_core
-from aclarai.daemon.service.stream_worker import run_worker
 from tests.agents.scripted_llm import (
     Recorded,
     Reply,
@@ -51,7 +51,7 @@ def llm_config(tmp_path: Path, server: ScriptedLLMServer, **overrides: Any) -> C
         {
             "model.backend": "llm",
             "model.llm.api_base": server.base_url,
-            "processing.retries.max_attempts": 1,
+            "model.llm.max_attempts": 1,
             **overrides,
         },
     )
@@ -79,17 +79,17 @@ def test_the_api_answers_503_with_retry_after_while_the_model_is_down(
     assert back.json()["verdict"] == "pass"
 
 
-def test_the_stream_worker_leaves_events_pending_while_the_model_is_down(
+def test_the_stream_consumer_leaves_events_pending_while_the_model_is_down(
     tmp_path: Path, llm_server: ScriptedLLMServer, redis_server: RedisServer
 ) -> None:
     config = llm_config(
         tmp_path,
         llm_server,
         **{
-            "redis.url": redis_server.url,
-            "redis.block_ms": 100,
-            "redis.claim_idle_ms": 200,
-            "redis.max_deliveries": 2,
+            "eval_stream.redis_url": redis_server.url,
+            "eval_stream.block_s": 0.1,
+            "eval_stream.reclaim_after_s": 0.2,
+            "eval_stream.max_deliveries": 2,
             **stream_names(),
         },
     )
@@ -100,27 +100,29 @@ def test_the_stream_worker_leaves_events_pending_while_the_model_is_down(
     stop = threading.Event()
     stats: list[Any] = []
     worker = threading.Thread(
-        target=lambda: stats.append(run_worker(config, core=core, stop_event=stop)), daemon=True
+        target=lambda: stats.append(run_consumer(config, core=core, stop_event=stop)), daemon=True
     )
     try:
-        client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))})
+        client.xadd(
+            config.eval_stream.stream, {"payload": json.dumps(evaluate_payload("evt-wait"))}
+        )
         worker.start()
         time.sleep(4.0)  # backoff rounds of 0.5, 1 and 2 s: more than max_deliveries tries
         pending_while_down = int(
-            client.xpending(config.redis.stream, config.redis.group)["pending"]
+            client.xpending(config.eval_stream.stream, config.eval_stream.group)["pending"]
         )
-        results_while_down = client.xlen(config.redis.results_stream)
+        results_while_down = client.xlen(config.eval_stream.results_stream)
 
         llm_server.come_back()
-        wait_for(lambda: client.xlen(config.redis.results_stream) == 1, timeout_s=30)
+        wait_for(lambda: client.xlen(config.eval_stream.results_stream) == 1, timeout_s=30)
     finally:
         stop.set()
         worker.join(timeout=30)
         core.close()
 
     assert (pending_while_down, results_while_down) == (1, 0)
-    assert client.xlen(config.redis.dead_letter_stream) == 0, "an outage dead-letters nothing"
-    [(_, fields)] = cast(list[Any], client.xrange(config.redis.results_stream))
+    assert client.xlen(config.eval_stream.dead_letter_stream) == 0, "an outage dead-letters nothing"
+    [(_, fields)] = cast(list[Any], client.xrange(config.eval_stream.results_stream))
     assert json.loads(fields[b"payload"])["verdict"] == "pass"
     assert stats and stats[0].model_outages == 1 and stats[0].processed == 1
 
@@ -135,15 +137,17 @@ def wait_for(condition: Callable[[], bool], *, timeout_s: float) -> None:
 def test_a_burst_run_returns_while_the_model_is_down_leaving_the_event_pending(
     tmp_path: Path, llm_server: ScriptedLLMServer, redis_server: RedisServer
 ) -> None:
-    config = llm_config(tmp_path, llm_server, **{"redis.url": redis_server.url, **stream_names()})
+    config = llm_config(
+        tmp_path, llm_server, **{"eval_stream.redis_url": redis_server.url, **stream_names()}
+    )
     client = redis.Redis.from_url(redis_server.url)
     core = build_service_core(config)
     llm_server.go_down()
     try:
-        client.xadd(config.redis.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+        client.xadd(config.eval_stream.stream, {"payload": json.dumps(evaluate_payload("evt-b"))})
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
 
     assert (stats.model_outages, stats.processed, stats.dead_lettered) == (1, 0, 0)
-    assert int(client.xpending(config.redis.stream, config.redis.group)["pending"]) == 1
+    assert int(client.xpending(config.eval_stream.stream, config.eval_stream.group)["pending"]) == 1

@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import ServiceCore, build_service_core
-from aclarai.daemon.service.stream_worker import run_worker
 from tests.fixtures.redis_server import RedisServer
 from tests.helpers.service import CAPITAL_OF_FRANCE, make_config, results, running_app, stream_names
 
@@ -106,12 +106,12 @@ def test_ok_to_explain_relativity_fails_early_with_no_judge_over_http(api_url: s
 def test_documented_requests_through_the_redis_stream(
     tmp_path: Path, redis_server: RedisServer, core: ServiceCore, api_url: str
 ) -> None:
-    config = make_config(tmp_path, {"redis.url": redis_server.url, **stream_names()})
+    config = make_config(tmp_path, {"eval_stream.redis_url": redis_server.url, **stream_names()})
     client = redis.Redis.from_url(redis_server.url)
     try:
         for payload in (STREAM_EXAMPLE, EARLY_EXIT):
-            client.xadd(config.redis.stream, {"payload": payload})
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+            client.xadd(config.eval_stream.stream, {"payload": payload})
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
         assert stats.processed == 2 and stats.dead_lettered == 0
         got = {row["event_id"]: row["payload"] for row in results(client, config)}
     finally:

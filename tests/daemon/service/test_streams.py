@@ -21,6 +21,7 @@ import redis
 from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
+from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import (
     EvaluateRequest,
     EvaluateResponse,
@@ -28,7 +29,7 @@ from aclarai.daemon.service.core import (
     assemble_core,
     build_service_core,
 )
-from aclarai.daemon.service.stream_worker import WorkerStats, run_worker
+from aclarai.daemon.stream_loop import StreamStats
 from tests.agents.service_fakes import OverlapEvaluator
 from tests.fixtures.processes import free_port
 from tests.fixtures.redis_server import RedisServer, start_redis_server
@@ -67,9 +68,9 @@ def stream_config(tmp_path: Path, redis_server: RedisServer) -> Callable[..., Co
 
     def create(**overrides: Any) -> Config:
         settings = {
-            "redis.url": redis_server.url,
-            "redis.block_ms": 100,
-            "redis.claim_idle_ms": 300,
+            "eval_stream.redis_url": redis_server.url,
+            "eval_stream.block_s": 0.1,
+            "eval_stream.reclaim_after_s": 0.3,
             **names,
             **overrides,
         }
@@ -80,15 +81,15 @@ def stream_config(tmp_path: Path, redis_server: RedisServer) -> Callable[..., Co
 
 def publish(client: redis.Redis, config: Config, payload: Any) -> bytes:
     raw = payload if isinstance(payload, bytes | str) else json.dumps(payload)
-    return cast(bytes, client.xadd(config.redis.stream, {"payload": raw}))
+    return cast(bytes, client.xadd(config.eval_stream.stream, {"payload": raw}))
 
 
 def dead_letters(client: redis.Redis, config: Config) -> list[dict[bytes, bytes]]:
-    return entries(client, config.redis.dead_letter_stream)
+    return entries(client, config.eval_stream.dead_letter_stream)
 
 
 def pending(client: redis.Redis, config: Config) -> int:
-    return int(client.xpending(config.redis.stream, config.redis.group)["pending"])
+    return int(client.xpending(config.eval_stream.stream, config.eval_stream.group)["pending"])
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
@@ -100,20 +101,20 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None
 
 
 class ConsumerThread:
-    """``run_worker`` in a thread, stopped through its stop event."""
+    """``run_consumer`` in a thread, stopped through its stop event."""
 
     def __init__(self, config: Config, core: ServiceCore, name: str):
         self.stop = threading.Event()
-        self.stats: WorkerStats | None = None
+        self.stats: StreamStats | None = None
         self._thread = threading.Thread(
             target=self._run, args=(config, core, name), name=name, daemon=True
         )
         self._thread.start()
 
     def _run(self, config: Config, core: ServiceCore, name: str) -> None:
-        self.stats = run_worker(config, core=core, consumer=name, stop_event=self.stop)
+        self.stats = run_consumer(config, core=core, consumer=name, stop_event=self.stop)
 
-    def join(self) -> WorkerStats:
+    def join(self) -> StreamStats:
         self.stop.set()
         self._thread.join(timeout=WAIT_S)
         assert not self._thread.is_alive(), "consumer did not stop"
@@ -150,7 +151,7 @@ def test_results_match_the_http_api_for_the_same_payload(
         ),
     ]
     ids = [publish(r, config, p) for p in payloads]
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.processed == 3 and stats.dead_lettered == 0
     assert pending(r, config) == 0
     got = {row["event_id"]: row for row in results(r, config)}
@@ -160,8 +161,8 @@ def test_results_match_the_http_api_for_the_same_payload(
         for payload in payloads:
             http = httpx.post(f"{url}/api/v1/evaluate", json=payload).json()
             assert without_durations(got[payload["event_id"]]["payload"]) == without_durations(http)
-    groups = r.xinfo_groups(config.redis.stream)
-    assert [g["name"].decode() for g in groups] == [config.redis.group]
+    groups = r.xinfo_groups(config.eval_stream.stream)
+    assert [g["name"].decode() for g in groups] == [config.eval_stream.group]
 
 
 def test_malformed_entries_go_to_the_dead_letter_stream_acknowledged(
@@ -171,9 +172,9 @@ def test_malformed_entries_go_to_the_dead_letter_stream_acknowledged(
     bad_json = publish(r, config, "{not json")
     missing_field = publish(r, config, {"event_id": "e", "event_type": "t"})
     not_utf8 = publish(r, config, b"\xff\xfe\x00")
-    no_payload = cast(bytes, r.xadd(config.redis.stream, {"body": "{}"}))
+    no_payload = cast(bytes, r.xadd(config.eval_stream.stream, {"body": "{}"}))
     good = publish(r, config, evaluate_payload("evt-ok"))
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.dead_lettered == 4 and stats.processed == 1
     letters = {fields[b"source_id"]: fields for fields in dead_letters(r, config)}
     assert b"invalid JSON" in letters[bad_json][b"error"]
@@ -189,7 +190,7 @@ def test_malformed_entries_go_to_the_dead_letter_stream_acknowledged(
 def test_several_consumers_share_the_work(
     r: redis.Redis, stream_config: Callable[..., Config]
 ) -> None:
-    config = stream_config(**{"redis.batch": 1})
+    config = stream_config(**{"eval_stream.batch": 1})
     core = assemble_core(config.service, OverlapEvaluator(), judges=[PacedJudge()])
     try:
         consumers = [ConsumerThread(config, core, f"worker-{n}") for n in range(2)]
@@ -209,13 +210,13 @@ def test_several_consumers_share_the_work(
 
 def _spawn_slow_consumer(config: Config, marker: Path, hold_s: float) -> subprocess.Popen[str]:
     overrides = {
-        "redis.url": config.redis.url,
-        "redis.stream": config.redis.stream,
-        "redis.group": config.redis.group,
-        "redis.results_stream": config.redis.results_stream,
-        "redis.dead_letter_stream": config.redis.dead_letter_stream,
-        "redis.block_ms": 100,
-        "redis.batch": 1,
+        "eval_stream.redis_url": config.eval_stream.redis_url,
+        "eval_stream.stream": config.eval_stream.stream,
+        "eval_stream.group": config.eval_stream.group,
+        "eval_stream.results_stream": config.eval_stream.results_stream,
+        "eval_stream.dead_letter_stream": config.eval_stream.dead_letter_stream,
+        "eval_stream.block_s": 0.1,
+        "eval_stream.batch": 1,
         "service.judge_timeout_s": 120,
     }
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -251,11 +252,13 @@ def test_an_entry_of_a_killed_consumer_is_reclaimed_by_another(
     finally:
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=10)
-    rows = r.xpending_range(config.redis.stream, config.redis.group, min="-", max="+", count=10)
+    rows = r.xpending_range(
+        config.eval_stream.stream, config.eval_stream.group, min="-", max="+", count=10
+    )
     assert [(row["message_id"], row["consumer"]) for row in rows] == [(entry, b"slow-consumer")]
     assert results(r, config) == []
 
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.reclaimed == 1 and stats.processed == 1
     assert [row["event_id"] for row in results(r, config)] == ["evt-orphan"]
     assert pending(r, config) == 0
@@ -285,7 +288,7 @@ def test_sigterm_finishes_the_entry_in_hand_and_exits(
     assert [row["event_id"] for row in results(r, config)] == ["evt-first"]
     assert pending(r, config) == 0
     # The second entry was never taken: the next consumer gets it at once.
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.processed == 1 and stats.reclaimed == 0
     assert [row["event_id"] for row in results(r, config)] == ["evt-first", "evt-second"]
 
@@ -293,14 +296,16 @@ def test_sigterm_finishes_the_entry_in_hand_and_exits(
 def test_an_entry_delivered_too_often_is_dead_lettered(
     r: redis.Redis, stream_config: Callable[..., Config], offline_core: ServiceCore
 ) -> None:
-    config = stream_config(**{"redis.max_deliveries": 3})
+    config = stream_config(**{"eval_stream.max_deliveries": 3})
     entry = publish(r, config, evaluate_payload("evt-poison"))
-    r.xgroup_create(config.redis.stream, config.redis.group, id="0")
-    r.xreadgroup(config.redis.group, "ghost-1", {config.redis.stream: ">"})
+    r.xgroup_create(config.eval_stream.stream, config.eval_stream.group, id="0")
+    r.xreadgroup(config.eval_stream.group, "ghost-1", {config.eval_stream.stream: ">"})
     for n in range(2, 5):
         # Consumers that took the entry and died before acknowledging it.
-        r.xautoclaim(config.redis.stream, config.redis.group, f"ghost-{n}", min_idle_time=0)
-    stats = run_worker(config, core=offline_core, stop_event=threading.Event(), burst=True)
+        r.xautoclaim(
+            config.eval_stream.stream, config.eval_stream.group, f"ghost-{n}", min_idle_time=0
+        )
+    stats = run_consumer(config, core=offline_core, stop_event=threading.Event(), burst=True)
     assert stats.dead_lettered == 1 and stats.processed == 0
     (letter,) = dead_letters(r, config)
     assert letter[b"source_id"] == entry
@@ -312,13 +317,13 @@ def test_an_entry_delivered_too_often_is_dead_lettered(
 def test_an_entry_failing_on_every_delivery_ends_in_the_dead_letter_stream(
     r: redis.Redis, stream_config: Callable[..., Config]
 ) -> None:
-    config = stream_config(**{"redis.max_deliveries": 2, "redis.claim_idle_ms": 200})
+    config = stream_config(**{"eval_stream.max_deliveries": 2, "eval_stream.reclaim_after_s": 0.2})
     evaluator = OverlapEvaluator()
     base = assemble_core(config.service, evaluator)
     core = ExplodingCore(base.answers, base.nli, base.verifier, evaluator)
     try:
         entry = publish(r, config, evaluate_payload("evt-boom"))
-        stats = run_worker(config, core=core, stop_event=threading.Event(), burst=True)
+        stats = run_consumer(config, core=core, stop_event=threading.Event(), burst=True)
     finally:
         core.close()
     assert stats.failed == 1 and stats.reclaimed == 1 and stats.dead_lettered == 1
@@ -332,15 +337,16 @@ def test_an_entry_failing_on_every_delivery_ends_in_the_dead_letter_stream(
 def test_redis_outages_are_survived_and_logged_once(
     tmp_path: Path, offline_core: ServiceCore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="aclarai.daemon.service.stream_worker")
+    caplog.set_level(logging.INFO, logger="aclarai.daemon.service.consume")
     with start_redis_server() as server:
         config = make_config(
-            tmp_path, {"redis.url": server.url, "redis.block_ms": 100, **stream_names()}
+            tmp_path,
+            {"eval_stream.redis_url": server.url, "eval_stream.block_s": 0.1, **stream_names()},
         )
         consumer = ConsumerThread(config, offline_core, "survivor")
         client = redis.Redis.from_url(server.url)
         try:
-            wait_until(lambda: bool(client.exists(config.redis.stream)))
+            wait_until(lambda: bool(client.exists(config.eval_stream.stream)))
             server.stop()
             wait_until(lambda: "Redis unavailable" in caplog.text)
             time.sleep(1.0)
@@ -359,10 +365,10 @@ def test_redis_outages_are_survived_and_logged_once(
 def test_an_unreachable_broker_never_crashes_the_consumer(
     tmp_path: Path, offline_core: ServiceCore
 ) -> None:
-    config = make_config(tmp_path, {"redis.url": f"redis://127.0.0.1:{free_port()}/0"})
+    config = make_config(tmp_path, {"eval_stream.redis_url": f"redis://127.0.0.1:{free_port()}/0"})
     stop = threading.Event()
     threading.Timer(1.5, stop.set).start()
     started = time.monotonic()
-    stats = run_worker(config, core=offline_core, stop_event=stop)
+    stats = run_consumer(config, core=offline_core, stop_event=stop)
     assert stats.broker_outages == 1 and stats.processed == 0
     assert time.monotonic() - started < 5

@@ -80,11 +80,15 @@ class Faults:
         settings = {
             "model": {
                 "backend": "llm",
-                "llm": {"api_base": self.llm.base_url, "api_key_env": KEY_ENV},
+                "llm": {"api_base": self.llm.base_url, "api_key_env": KEY_ENV, "max_attempts": 2},
             },
-            "processing": {"retries": {"max_attempts": 2}},
-            "eval": {"workers": 1},
-            "workers": {"prefix": self.prefix, "block_ms": 200, "heartbeat_s": 0.5, **workers},
+            "eval": {"processes": 1},
+            "grading_workers": {
+                "prefix": self.prefix,
+                "block_s": 0.2,
+                "heartbeat_s": 0.5,
+                **workers,
+            },
         }
         return write_config(self.root / "config.yaml", settings)
 
@@ -207,7 +211,7 @@ def finished(process: subprocess.Popen[bytes], log: Path) -> tuple[int, str]:
 
 
 def test_a_worker_killed_inside_a_model_call_has_its_jobs_taken_over(faults: Faults) -> None:
-    config = faults.config(claim_idle_s=1)
+    config = faults.config(reclaim_after_s=1)
     local = faults.local_resync(config)
     remote = faults.vault("remote")
     faults.llm.responder = delayed(responder())

@@ -142,7 +142,7 @@ def test_outcomes_read_back_exactly_floats_included() -> None:
         claims=((Claim("clm-1", "blk-2", "The deploy failed twice."),), (), "unparseable reply"),
         scores=(
             Score(awkward, 1 / 3, 2**-40, verdict="supported", justification="ok", omitted=("x",)),
-            Score(None, None, None, status="failed: unparseable_output"),
+            Score.failed("failed: unparseable_output"),
             Score(1.0, 0.0, 0.5, verdict="contradicted", omitted=()),
         ),
         model="scripted-model",
@@ -244,10 +244,10 @@ class Grading:
 
     def config(self, **sections: Mapping[str, Any]) -> Path:
         """A config file: offline grading in-process, this test's prefix, short waits; each
-        section given is merged over those (``workers={"max_backlog": 3}``)."""
+        section given is merged over those (``grading_workers={"max_backlog": 3}``)."""
         settings: dict[str, dict[str, Any]] = {
-            "eval": {"workers": 1},
-            "workers": {"prefix": self.prefix, "block_ms": 200, "heartbeat_s": 0.5},
+            "eval": {"processes": 1},
+            "grading_workers": {"prefix": self.prefix, "block_s": 0.2, "heartbeat_s": 0.5},
         }
         for name, values in sections.items():
             settings[name] = {**settings.get(name, {}), **values}
@@ -308,8 +308,10 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 
 def llm_sections(server: ScriptedLLMServer) -> dict[str, dict[str, Any]]:
     return {
-        "model": {"backend": "llm", "llm": {"api_base": server.base_url, "api_key_env": KEY_ENV}},
-        "processing": {"retries": {"max_attempts": 2}},
+        "model": {
+            "backend": "llm",
+            "llm": {"api_base": server.base_url, "api_key_env": KEY_ENV, "max_attempts": 2},
+        },
     }
 
 
@@ -512,7 +514,7 @@ def test_a_job_that_kills_its_worker_is_dead_lettered_and_the_resync_finishes(
     grading: Grading, llm_server: ScriptedLLMServer
 ) -> None:
     config = grading.config(
-        **llm_sections(llm_server), workers={"max_deliveries": 1, "claim_idle_s": 0.3}
+        **llm_sections(llm_server), grading_workers={"max_deliveries": 1, "reclaim_after_s": 0.3}
     )
     vault = grading.vault("remote", SMALL_NOTES)
     llm_server.responder = first_call_hangs(responder())
@@ -557,7 +559,7 @@ def test_a_result_delivered_twice_is_applied_once(
     grading: Grading, llm_server: ScriptedLLMServer
 ) -> None:
     config = grading.config(
-        **llm_sections(llm_server), workers={"claim_idle_s": 0.2, "max_deliveries": 10}
+        **llm_sections(llm_server), grading_workers={"reclaim_after_s": 0.2, "max_deliveries": 10}
     )
     local, remote = grading.vault("local", SMALL_NOTES), grading.vault("remote", SMALL_NOTES)
     original = all_versions(remote, SMALL_NOTES)
@@ -568,7 +570,7 @@ def test_a_result_delivered_twice_is_applied_once(
     ) as workers:  # fmt: skip
         # The same replies, given at once, while the workers start.
         resync(local, config=config, state_dir=grading.state("local"), env=LLM_ENV)
-        # Slower than claim_idle_s: an idle worker takes over the job another still grades.
+        # Slower than reclaim_after_s: an idle worker takes over the job another still grades.
         llm_server.responder = delayed(responder(), 0.7)
         wait_until(lambda: len(grading.worker_streams()) == 2, timeout_s=WAIT_S)
         resync(
@@ -590,7 +592,7 @@ def test_a_result_delivered_twice_is_applied_once(
 
 def test_publishing_waits_while_the_backlog_is_full(grading: Grading) -> None:
     max_backlog = 3
-    config = grading.config(workers={"max_backlog": max_backlog})
+    config = grading.config(grading_workers={"max_backlog": max_backlog})
     local, remote = grading.vault("local"), grading.vault("remote")
     resync(local, config=config, state_dir=grading.state("local"))
     log = grading.root / "resync.log"
@@ -647,7 +649,7 @@ def test_a_resync_without_workers_never_imports_redis(grading: Grading) -> None:
 
 
 def test_a_worker_takes_over_no_more_jobs_than_its_free_slots(grading: Grading) -> None:
-    config = grading.config(workers={"claim_idle_s": 0.3})
+    config = grading.config(grading_workers={"reclaim_after_s": 0.3})
     local, remote = grading.vault("local"), grading.vault("remote")
     resync(local, config=config, state_dir=grading.state("local"))
     log = grading.root / "resync.log"

@@ -145,10 +145,20 @@ def make_run(root: Path, name: str, server: ScriptedLLMServer, prefix: str) -> R
     settings: dict[str, Any] = {
         "model": {
             "backend": "llm",
-            "llm": {"api_base": server.base_url, "api_key_env": KEY_ENV, "mode": "per_agent"},
+            "llm": {
+                "api_base": server.base_url,
+                "api_key_env": KEY_ENV,
+                "mode": "per_agent",
+                "max_attempts": 2,
+            },
         },
-        "processing": {"workers": 1, "retries": {"max_attempts": 2}},
-        "workers": {"prefix": prefix, "notes_at_once": 1, "block_ms": 200, "heartbeat_s": 0.5},
+        "processing": {"concurrent_notes": 1},
+        "grading_workers": {
+            "prefix": prefix,
+            "concurrent_notes": 1,
+            "block_s": 0.2,
+            "heartbeat_s": 0.5,
+        },
     }
     config = write_config(root / f"{name}.yaml", settings)
     return Run(vault, root / f"{name}-state", config, server)

@@ -1,5 +1,5 @@
-"""``aclarai status`` with grading workers (``workers.redis_url``): the workers seen, the backlog,
-the results waiting and the dead letters, read from a real redis-server; real CLI processes
+"""``aclarai status`` with grading workers (``grading_workers.redis_url``): the workers seen, the
+backlog, the results waiting and the dead letters, read from a real redis-server; real CLI processes
 publish the jobs and grade them."""
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ pytestmark = pytest.mark.vault(base=None, files=NOTES)
 
 
 def base_env(tmp_path: Path, name: str, **config: str) -> dict[str, str]:
-    """The environment of one process: its own state folder, and ``workers.*`` settings."""
+    """The environment of one process: its own state folder, and ``grading_workers.*`` settings."""
     env = {**os.environ, "ACLARAI_STATE_DIR": str(tmp_path / name), "PYTHONUNBUFFERED": "1"}
-    env.update({f"ACLARAI_WORKERS__{key.upper()}": value for key, value in config.items()})
+    env.update({f"ACLARAI_GRADING_WORKERS__{key.upper()}": value for key, value in config.items()})
     return env
 
 

@@ -43,8 +43,8 @@ from aclarai.agents import (
     Utterance,
     as_read,
 )
-from aclarai.daemon.config import WorkersSettings
-from aclarai.daemon.redis_link import Backoff, broker, entries_of, redact
+from aclarai.daemon.config import GradingWorkersSettings
+from aclarai.daemon.redis_link import Backoff, broker, ensure_group, entries_of, millis, redact
 from aclarai.daemon.workers.roster import backlog, workers_seen
 from aclarai.daemon.workers.wire import (
     Job,
@@ -107,7 +107,7 @@ class RemoteGrading:
 
     Args:
         client: a Redis client (bytes in, bytes out).
-        settings: the ``workers`` section.
+        settings: the ``grading_workers`` section.
         grader: the identity of the grader every job asks for.
         vault_id: names this vault's results stream.
     """
@@ -115,7 +115,7 @@ class RemoteGrading:
     def __init__(
         self,
         client: redis.Redis,
-        settings: WorkersSettings,
+        settings: GradingWorkersSettings,
         *,
         grader: str,
         vault_id: str,
@@ -291,7 +291,7 @@ class RemoteGrading:
         while not self._closed.is_set():
             try:
                 if not ready:
-                    self._ensure_group()
+                    ensure_group(self._redis, self._url, self.results_stream, GROUP)
                     # Results a killed run read but never settled come first, then those
                     # nobody read yet, before any caller publishes.
                     self._read("0", None)
@@ -303,7 +303,7 @@ class RemoteGrading:
                     ready, down = True, False
                     backoff.reset()
                     self._broker_error = None
-                self._read(">", self._s.block_ms)
+                self._read(">", millis(self._s.block_s))
                 self._housekeeping()
                 continue
             except Exception as exc:
@@ -324,14 +324,6 @@ class RemoteGrading:
     @property
     def _where(self) -> str:
         return redact(self._url)
-
-    def _ensure_group(self) -> None:
-        try:
-            with broker(self._url):
-                self._redis.xgroup_create(self.results_stream, GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
 
     def _read(self, cursor: str, block_ms: int | None) -> int:
         """Hand out the results after ``cursor`` (all pending ones from ``"0"``); how many."""
@@ -539,7 +531,7 @@ class RemoteEvaluator(Evaluator):
         for group, outcome in zip(groups, self._grading.run(jobs), strict=True):
             if outcome.error is not None or len(outcome.scores) != len(group):
                 status = f"failed: {outcome.error or 'a worker returned a short result'}"
-                scores.extend(Score(None, None, None, status=status) for _ in group)
+                scores.extend(Score.failed(status) for _ in group)
             else:
                 scores.extend(outcome.scores)
         return scores
