@@ -23,14 +23,16 @@ settings.register_profile(
 )
 settings.load_profile("fuzz" if os.environ.get("ACLARAI_TEST_FUZZ") else "test")
 
-SERVER_FIXTURES = frozenset({"redis_server", "bolt_server"})
-"""Session servers started as real processes: a test that needs one is out of the fast lane."""
+SLOW_FIXTURES = frozenset({"redis_server", "bolt_server", "start_daemon"})
+"""Real processes that take seconds to start and to settle: the session's Redis and Bolt
+servers and ``aclarai watch``. A test that needs one is out of the fast lane."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test that uses a real server, so no test has to remember to."""
+    """Mark ``slow`` every test that uses one of :data:`SLOW_FIXTURES`, so no test has to
+    remember to."""
     for item in items:
-        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
