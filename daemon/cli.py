@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("vault", nargs="?")
     p.add_argument("--verify", action="store_true", help="recompute hashes from the vault")
-    p.add_argument("--json", action="store_true", help="one JSON object (keys in the README)")
+    p.add_argument("--json", action="store_true", help="one JSON object (its keys: docs/daemon.md)")
     p.add_argument(
         "--wait-idle",
         action="store_true",
