@@ -266,14 +266,14 @@ def cmd_consume(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.factory import build_local_agents, claim_idle_s
+    from aclarai.daemon.factory import build_local_agents, reclaim_after_s
     from aclarai.daemon.workers.worker import run_worker
 
     state_dir = config.worker_state_dir()
     stats = run_worker(
         config,
         lambda reevaluate: build_local_agents(config, state_dir, None, reevaluate=reevaluate),
-        claim_idle_s=claim_idle_s(config),
+        reclaim_after_s=reclaim_after_s(config),
         name=args.name,
         burst=args.burst,
     )
