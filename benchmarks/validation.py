@@ -1,4 +1,4 @@
-"""``aclarai validate`` on human-annotated public data: the report the README quotes.
+"""``aclarai validate`` on human-annotated public data: the report benchmarks/README.md quotes.
 
 Builds the two kinds of labelled lines from the public sets in the data folder and runs the
 configured evaluator (offline by default) through ``aclarai validate``'s own code:

@@ -266,14 +266,14 @@ def cmd_consume(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.factory import build_local_agents, claim_idle_s
+    from aclarai.daemon.factory import build_local_agents, reclaim_after_s
     from aclarai.daemon.workers.worker import run_worker
 
     state_dir = config.worker_state_dir()
     stats = run_worker(
         config,
         lambda reevaluate: build_local_agents(config, state_dir, None, reevaluate=reevaluate),
-        claim_idle_s=claim_idle_s(config),
+        reclaim_after_s=reclaim_after_s(config),
         name=args.name,
         burst=args.burst,
     )
@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("vault", nargs="?")
     p.add_argument("--verify", action="store_true", help="recompute hashes from the vault")
-    p.add_argument("--json", action="store_true", help="one JSON object (keys in the README)")
+    p.add_argument("--json", action="store_true", help="one JSON object (its keys: docs/daemon.md)")
     p.add_argument(
         "--wait-idle",
         action="store_true",

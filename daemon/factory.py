@@ -156,7 +156,7 @@ def build_transcript_reader(config: Config, state_dir: Path) -> LLMTranscriptRea
     return LLMTranscriptReader(client, prompts, claimify.extraction or claimify.default)
 
 
-def eval_workers(config: Config) -> int:
+def eval_processes(config: Config) -> int:
     """Evaluation processes: ``eval.processes``, where 0 means one per core."""
     return config.eval.processes or os.cpu_count() or 1
 
@@ -179,7 +179,7 @@ def consumer_processing(config: Config) -> ProcessingSettings:
     return processing.model_copy(update={"concurrent_notes": notes})
 
 
-def claim_idle_s(config: Config) -> float:
+def reclaim_after_s(config: Config) -> float:
     """How long a job waits on a silent worker before another takes it over."""
     if config.grading_workers.reclaim_after_s is not None:
         return config.grading_workers.reclaim_after_s
@@ -260,7 +260,7 @@ def build_local_agents(
     if config.model.backend == "offline":
         # One set of worker processes extracts and scores: both are pure Python.
         pool = WorkerPool(
-            {EVALUATOR: OfflineEvaluator, EXTRACTOR: OfflineClaimExtractor}, eval_workers(config)
+            {EVALUATOR: OfflineEvaluator, EXTRACTOR: OfflineClaimExtractor}, eval_processes(config)
         )
         evaluator = PooledEvaluator(OfflineEvaluator, pool=pool)
         extractor = PooledExtractor(OfflineClaimExtractor, pool)

@@ -12,9 +12,8 @@ the entailment of all its claims at once, one token each (``{"c1": 5, "c2": 2}``
 expected grade where the server gives logprobs); coverage (names, numbers, dates kept) and
 decontextualization (pronouns, vague references) are the lexical checks of the offline agents,
 which a small model does no better and which would triple the tokens it writes. The entailment
-score mixes in ``lexical_share`` of the offline scorer's probability: a model and a lexical scorer
-go wrong on different pairs, and with a 1.5B model the mix ranks claims better than the model
-alone on two labelled sets and as well on a third (``model.llm.lexical_share``). ``per_agent``
+score mixes in ``lexical_share`` of the offline scorer's probability, because a model and a
+lexical scorer go wrong on different pairs (the measurements: docs/evaluators.md). ``per_agent``
 follows the one-agent-per-score design (:mod:`aclarai.agents.llm.per_agent`).
 
 Every prompt puts what repeats first (the instructions, the same for every block and note; for

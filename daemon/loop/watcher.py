@@ -243,7 +243,7 @@ class VaultWatcher:
                 raise
             log.warning(
                 "inotify failed (%s); falling back to polling every %.1f s. Raise "
-                "fs.inotify.max_user_watches (see README) or set watch.polling: true",
+                "fs.inotify.max_user_watches (see docs/daemon.md) or set watch.polling: true",
                 exc,
                 self.options.polling_interval_s,
             )

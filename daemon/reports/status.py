@@ -281,7 +281,7 @@ JSON_KEYS: dict[str, str] = {
     "verify": "with --verify: each difference between the graph and a fresh parse of the "
     "vault (file, block_id, difference; empty when in step), else null",
     "workers": "with grading_workers.redis_url: the grading workers seen, the backlog, the results "
-    "waiting and the dead letters (see the README), else null",
+    "waiting and the dead letters (see docs/shared-vault.md), else null",
 }
 """The keys of :func:`status_json`, each with what it holds (times are UTC stamps)."""
 

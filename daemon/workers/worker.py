@@ -89,7 +89,7 @@ def run_worker(
     config: Config,
     build_agents: Callable[[bool], WorkerAgents],
     *,
-    claim_idle_s: float,
+    reclaim_after_s: float,
     name: str | None = None,
     stop_event: StopEvent | None = None,
     burst: bool = False,
@@ -100,7 +100,7 @@ def run_worker(
         config: ``workers`` names the Redis server.
         build_agents: this machine's agents from its ``model`` settings; given ``True``, the
             agents that bypass the result cache (``resync --reevaluate``).
-        claim_idle_s: how long a job waits on a silent worker before this one takes it over.
+        reclaim_after_s: how long a job waits on a silent worker before this one takes it over.
         name: this worker's name in the group; ``<host>-<pid>`` by default.
         stop_event: stop when set; ``None``: SIGTERM and SIGINT stop it.
 
@@ -136,7 +136,7 @@ def run_worker(
                 fresh_agents,
                 name=worker_name,
                 jobs=jobs,
-                claim_idle_s=claim_idle_s,
+                reclaim_after_s=reclaim_after_s,
             )
             return worker.run(stop, burst=burst)
     finally:
@@ -159,7 +159,7 @@ class GradingWorker:
         *,
         name: str,
         jobs: int,
-        claim_idle_s: float,
+        reclaim_after_s: float,
     ) -> None:
         assert settings.redis_url is not None
         self._redis = client
@@ -178,7 +178,7 @@ class GradingWorker:
             stream=self.stream,
             group=WORKERS_GROUP,
             max_deliveries=settings.max_deliveries,
-            reclaim_after_s=claim_idle_s,
+            reclaim_after_s=reclaim_after_s,
             block_s=settings.block_s,
             jobs=self._jobs,
         )

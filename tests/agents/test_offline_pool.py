@@ -28,7 +28,7 @@ from aclarai.agents.pool import (
     WorkerPool,
 )
 from aclarai.daemon.config import load_config
-from aclarai.daemon.factory import build_agents, eval_workers
+from aclarai.daemon.factory import build_agents, eval_processes
 
 SOURCE = "frank: The checkout service was down for {n} minutes on June 6 in Frankfurt."
 
@@ -140,4 +140,4 @@ def test_the_factory_sizes_the_pool_from_eval_workers(tmp_path: Path) -> None:
         assert agents.extractor.pool is agents.evaluator.pool
     finally:
         agents.close()
-    assert eval_workers(load_config(env=env)) == (os.cpu_count() or 1)
+    assert eval_processes(load_config(env=env)) == (os.cpu_count() or 1)
