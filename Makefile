@@ -82,10 +82,6 @@ llm-smoke: $(STAMP)
 	@$(BIN)/python benchmarks/llm_smoke.py --cache $(LLM_CACHE) --threads $(LLM_THREADS) \
 	   $(if $(filter all,$(LLM_SMOKE_NOTE)),--all,$(if $(LLM_SMOKE_NOTE),--note "$(LLM_SMOKE_NOTE)"))
 
-llm-## config-docs: write aclarai.config.default.yaml and docs/configuration.md from the config models
-config-docs: $(STAMP)
-	@$(BIN)/python tools/config_docs.py
-
-bench: $(STAMP)
+llm-bench: $(STAMP)
 	@$(BIN)/python benchmarks/llm_bench.py --cache $(LLM_CACHE) --threads $(LLM_THREADS) \
 	   $(if $(LLM_DATA),--data $(LLM_DATA)) $(ARGS)
