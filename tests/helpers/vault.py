@@ -148,19 +148,26 @@ bytes two runs a minute apart may write differently."""
 
 
 def vault_snapshot(
-    root: Path, *, dashboard: bool = True, skip: tuple[str, ...] = ()
+    root: Path,
+    *,
+    dashboard: bool = True,
+    skip: tuple[str, ...] = (),
+    pattern: str = "*",
+    mask_times: bool = True,
 ) -> dict[str, bytes]:
-    """Every file under ``root`` by relative path, but those under the folders ``skip``
-    (``".aclarai/"``: the lock, the import archive); the dashboard with its times masked, or left
-    out when not ``dashboard``."""
+    """Every file under ``root`` whose name matches ``pattern`` (``"*.md"``: the notes), by
+    relative path, but those under the folders ``skip`` (``".aclarai/"``: the lock, the import
+    archive); the dashboard with its times masked (its bytes as they are when not
+    ``mask_times``), or left out when not ``dashboard``."""
     files = {
         rel: path.read_bytes()
-        for path in sorted(root.rglob("*"))
+        for path in sorted(root.rglob(pattern))
         if path.is_file() and not (rel := path.relative_to(root).as_posix()).startswith(skip)
     }
     if DASHBOARD in files:
         if dashboard:
-            files[DASHBOARD] = DASHBOARD_TIMES.sub(b"<time>", files[DASHBOARD])
+            if mask_times:
+                files[DASHBOARD] = DASHBOARD_TIMES.sub(b"<time>", files[DASHBOARD])
         else:
             del files[DASHBOARD]
     return files

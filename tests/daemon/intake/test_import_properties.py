@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from aclarai.daemon.intake.importer import import_sources
 from aclarai.parsers import parse_note
 from tests.helpers.import_samples import chatgpt_conversation, chatgpt_export, write
+from tests.helpers.vault import vault_snapshot
 
 pieces = [*"abc xyz.,:^-_<!>`~#\n", "<!-- aclarai:id=x -->", "```"]
 utterance = (
@@ -26,10 +27,6 @@ conversations = st.lists(
 )
 
 
-def _snapshot(vault: Path) -> dict[str, bytes]:
-    return {p.relative_to(vault).as_posix(): p.read_bytes() for p in vault.rglob("*.md")}
-
-
 @settings(max_examples=40, deadline=None)
 @given(conversations)
 def test_import_twice_is_no_change(convs: list[tuple[str, list[str]]]) -> None:
@@ -43,10 +40,10 @@ def test_import_twice_is_no_change(convs: list[tuple[str, list[str]]]) -> None:
         )
         first = import_sources([export], vault, "conversations/")
         assert first.errors == [] and first.created == len(convs)
-        once = _snapshot(vault)
+        once = vault_snapshot(vault, pattern="*.md", mask_times=False)
         second = import_sources([export], vault, "conversations/")
         assert (second.created, second.extended, second.unchanged) == (0, 0, len(convs))
-        assert _snapshot(vault) == once
+        assert vault_snapshot(vault, pattern="*.md", mask_times=False) == once
 
 
 @settings(max_examples=40, deadline=None)
@@ -62,12 +59,12 @@ def test_grown_export_only_appends(convs: list[tuple[str, list[str]]], data: st.
             for (cid, t), cut in zip(convs, cuts, strict=True)
         ]
         import_sources([write(root / "old.json", chatgpt_export(*old))], vault, "conversations/")
-        before = _snapshot(vault)
+        before = vault_snapshot(vault, pattern="*.md", mask_times=False)
         new = [chatgpt_conversation(cid, f"T {cid}", t) for cid, t in convs]
         report = import_sources(
             [write(root / "new.json", chatgpt_export(*new))], vault, "conversations/"
         )
-        after = _snapshot(vault)
+        after = vault_snapshot(vault, pattern="*.md", mask_times=False)
         assert report.created == 0 and report.errors == []
         assert set(after) == set(before)
         grown = sum(len(t) - cut for (_, t), cut in zip(convs, cuts, strict=True))

@@ -15,7 +15,7 @@ from aclarai.daemon.intake.inbox import drain_inbox, inbox_for
 from aclarai.parsers import parse_note
 from tests.helpers.cli import cli, daemon_env
 from tests.helpers.import_samples import SPRINT, chatgpt_conversation, chatgpt_export
-from tests.helpers.vault import KEPANO
+from tests.helpers.vault import KEPANO, vault_snapshot
 
 SPRINT_EXPORT = chatgpt_export(chatgpt_conversation("c-sprint", "Sprint planning", SPRINT))
 IMPORTED = "conversations/2024-06-03 Sprint planning.md"
@@ -25,11 +25,6 @@ def _kepano(tmp_path: Path) -> Path:
     vault = tmp_path / "kepano"
     shutil.copytree(KEPANO, vault)
     return vault
-
-
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    files = (p for p in folder.rglob("*") if p.is_file())
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in files}
 
 
 def test_default_inbox_is_aclarai_owned(tmp_path: Path) -> None:
@@ -42,10 +37,10 @@ def test_default_inbox_is_aclarai_owned(tmp_path: Path) -> None:
     inbox = inbox_for(config, vault)
     assert inbox is not None and inbox.folder == vault / "aclarai" / "inbox"
     # Nothing of the user's vault is in it: a drain of a vault that never used it does nothing.
-    before = _snapshot(vault)
+    before = vault_snapshot(vault, mask_times=False)
     report, waiting = drain_inbox(inbox)
     assert (report.sources, report.errors, waiting) == (0, [], False)
-    assert _snapshot(vault) == before
+    assert vault_snapshot(vault, mask_times=False) == before
 
 
 def test_user_inbox_notes_are_notes(tmp_path: Path) -> None:
@@ -97,12 +92,12 @@ def test_dry_run_reports_inbox_notes(tmp_path: Path) -> None:
         "<!-- aclarai:id=blk-inbox1 ver=1 -->\n^blk-inbox1\n",
         encoding="utf-8",
     )
-    before = _snapshot(vault)
+    before = vault_snapshot(vault, mask_times=False)
     env = daemon_env(ACLARAI_STATE_DIR=str(tmp_path / "state"))
 
     out = cli("resync", "--dry-run", str(vault), env=env)
 
-    assert _snapshot(vault) == before
+    assert vault_snapshot(vault, mask_times=False) == before
     assert "step 1, import the inbox:" in out
     assert re.search(r"^  sources +2 \(1 failed\)$", out, re.MULTILINE)
     assert re.search(r"^  notes created \(would be\) +1$", out, re.MULTILINE)

@@ -18,20 +18,16 @@ from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.graph import block_key
 from aclarai.parsers import SCORE_NAMES, parse_note
 from tests.helpers.cli import run_cli
-from tests.helpers.vault import DASHBOARD
+from tests.helpers.vault import DASHBOARD, vault_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
 def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
-    before = snapshot(vault)
+    before = vault_snapshot(vault, mask_times=False)
     summary = resync(config, vault)
     assert summary.ok
-    after = snapshot(vault)
+    after = vault_snapshot(vault, mask_times=False)
     assert after["Ideas.md"] == before["Ideas.md"]
     assert after[".obsidian/app.json"] == before[".obsidian/app.json"]
     # sample_vault/aclarai/inbox holds a ChatGPT export (2 conversations) and a Slack day file.
@@ -77,12 +73,12 @@ def test_sample_vault_end_to_end(vault: Path, config: Config) -> None:
 
 def test_second_run_does_nothing(vault: Path, config: Config) -> None:
     resync(config, vault)
-    first = snapshot(vault)
+    first = vault_snapshot(vault, mask_times=False)
     again = resync(config, vault)
     assert again.synced.files_parsed == 0
     assert again.drain.claims_evaluated == 0
     assert again.drain.files_written == 0
-    assert snapshot(vault) == first
+    assert vault_snapshot(vault, mask_times=False) == first
 
 
 def test_scores_visibly_differ_on_context_dependent_utterances(vault: Path, config: Config) -> None:
@@ -102,7 +98,7 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
     path = vault / rel
     text = path.read_text()
     path.write_text(text.replace("roughly 1,200 orders", "roughly 3,400 orders"))
-    others = {k: v for k, v in snapshot(vault).items() if k != rel}
+    others = {k: v for k, v in vault_snapshot(vault, mask_times=False).items() if k != rel}
     blocks = [block_key(rel, b.id) for b in parse_note(path.read_text()).blocks]
     at = next(i for i, b in enumerate(parse_note(path.read_text()).blocks) if "3,400" in b.text)
     window = config.window.claimify
@@ -116,7 +112,7 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
     assert summary.synced.dirty_blocks == 1
     assert neighbour_claims > 0
     assert summary.drain.claims_evaluated == 1 + neighbour_claims
-    assert {k: v for k, v in snapshot(vault).items() if k != rel} == others
+    assert {k: v for k, v in vault_snapshot(vault, mask_times=False).items() if k != rel} == others
     edited = next(b for b in parse_note(path.read_text()).blocks if "3,400" in b.text)
     store = build_store(config, config.state_dir_for(vault))
     try:
@@ -129,10 +125,10 @@ def test_editing_one_block_rescores_it_and_the_blocks_whose_window_holds_it(
 
 
 def test_dry_run_changes_nothing(vault: Path, config: Config) -> None:
-    before = snapshot(vault)
+    before = vault_snapshot(vault, mask_times=False)
     summary = resync(config, vault, dry_run=True)
     assert summary.synced.dirty_blocks == 54
-    assert snapshot(vault) == before
+    assert vault_snapshot(vault, mask_times=False) == before
     printed = format_summary(summary)
     assert "meetings/2024-06-03 Standup.md: 9 block(s)" in printed
     assert "Ideas.md" not in printed
@@ -207,11 +203,11 @@ def _pipeline(config: Config, vault: Path, evaluator: Evaluator):
 def test_null_scores_write_nothing_and_are_retried(vault: Path, config: Config) -> None:
     evaluator = FlakyEvaluator()
     notes, consumer, store, queue = _pipeline(config, vault, evaluator)
-    before = snapshot(vault)
+    before = vault_snapshot(vault, mask_times=False)
     notes.sync_vault()
     stats = consumer.drain()
     assert stats.null_scores == stats.claims_evaluated > 0
-    assert snapshot(vault) == before
+    assert vault_snapshot(vault, mask_times=False) == before
     assert store.counts().null_scores == stats.claims_evaluated
     evaluator.failing = False
     report = notes.sync_vault()
