@@ -23,6 +23,8 @@ QUIET_S = 0.3
 GRACE_S = 1.0
 START_TIMEOUT_S = 60.0
 """Start-up imports take seconds on a loaded two-core machine."""
+CLI_ARGV = (sys.executable, "-m", "aclarai.daemon.cli")
+"""The ``aclarai`` command as a process of its own: this interpreter running the module."""
 
 
 @contextmanager
@@ -113,7 +115,7 @@ class DaemonProcess:
     def __init__(self, vault: Path, env: Mapping[str, str]) -> None:
         self.vault = vault
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aclarai.daemon.cli", "watch", str(vault)],
+            [*CLI_ARGV, "watch", str(vault)],
             env=dict(env),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -177,7 +179,7 @@ def aclarai(
     *args: str, env: Mapping[str, str], timeout_s: float = 90
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "aclarai.daemon.cli", *args],
+        [*CLI_ARGV, *args],
         env=dict(env),
         capture_output=True,
         text=True,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,9 +22,9 @@ import yaml
 
 from aclarai.daemon.workers.wire import dead_letter_stream, roster_key
 from tests.fixtures.processes import dies_with_us, terminate
+from tests.helpers.cli import CLI_ARGV
 from tests.helpers.vault import vault_snapshot
 
-CLI = (sys.executable, "-m", "aclarai.daemon.cli")
 STOP_TIMEOUT_S = 20.0
 DASHBOARD_STAMP = "Written by aclarai at "
 """Starts the dashboard's line that says when it was written."""
@@ -61,7 +60,7 @@ def aclarai(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``aclarai --config CONFIG ARGS`` to its end; the caller checks its exit status."""
     return subprocess.run(
-        [*CLI, "--config", str(config), *args],
+        [*CLI_ARGV, "--config", str(config), *args],
         env=process_env(state_dir, env),
         capture_output=True,
         text=True,
@@ -80,7 +79,7 @@ def start_aclarai(
     """Start ``aclarai --config CONFIG ARGS`` in the background, stdout and stderr to ``log``."""
     with log.open("wb") as out:
         return subprocess.Popen(
-            [*CLI, "--config", str(config), *args],
+            [*CLI_ARGV, "--config", str(config), *args],
             env=process_env(state_dir, env),
             stdout=out,
             stderr=subprocess.STDOUT,
