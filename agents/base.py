@@ -24,7 +24,14 @@ from dataclasses import dataclass, fields, replace
 from types import TracebackType
 from typing import Any, TypeVar
 
-from aclarai.parsers import SCORE_NAMES, EvaluationError, normalize_text, prose_text, reader_text
+from aclarai.parsers import (
+    SCORE_NAMES,
+    SCORE_WORDS,
+    EvaluationError,
+    normalize_text,
+    prose_text,
+    reader_text,
+)
 
 _Record = TypeVar("_Record")
 W = TypeVar("W")
@@ -177,12 +184,6 @@ class Score:
 
 WEAK_SCORE = 0.70
 """A score under this is explained: the claim's justification says why, in its own words."""
-SCORE_WORDS = {
-    "entailed_score": "entailment",
-    "coverage_score": "coverage",
-    "decontextualization_score": "decontextualization",
-}
-"""How a justification names each score."""
 
 
 def explained(

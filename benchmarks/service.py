@@ -7,7 +7,7 @@ Measures, on this machine:
   http        requests/s and p50/p95 latency of ``POST /api/v1/evaluate`` through a real uvicorn
               server on a loopback port, at concurrency 1 and 16 (client threads share the
               machine's cores with the server)
-  consume     entries/s through the Redis Stream worker: one, then two worker processes
+  consume     entries/s through the Redis Stream consumer: one, then two consumer processes
               (``run_consumer``, as ``aclarai consume`` runs it) join the group, then the entries
               are published and timed until the last result is in; SIGTERM stops the processes
 Payloads are HaluEval QA rows (knowledge as context, question, right answer) when the data is

@@ -2,10 +2,11 @@
 
 Every command turns an :class:`AclaraiError` into one line on stderr and a non-zero exit:
 75 (EX_TEMPFAIL, try again later) when another aclarai holds the vault or the graph store is
-unreachable, 69 (EX_UNAVAILABLE) when ``resync``, ``evaluate`` or ``consume --burst`` found the
-model unreachable or every extraction or evaluation failed, 1 otherwise. A command whose reader
-goes away before it is done (``aclarai evaluate big.jsonl | head -1``) stops quietly with 141,
-the status of a Unix tool killed by SIGPIPE, so ``set -o pipefail`` scripts see the cut.
+unreachable, 69 (EX_UNAVAILABLE) when ``resync``, ``evaluate``, ``consume --burst`` or
+``worker --burst`` found the model unreachable or every extraction or evaluation failed, 1
+otherwise. A command whose reader goes away before it is done (``aclarai evaluate big.jsonl |
+head -1``) stops quietly with 141, the status of a Unix tool killed by SIGPIPE, so ``set -o
+pipefail`` scripts see the cut.
 ``status --wait-idle --timeout S`` exits 124 (as ``timeout(1)``) when S passed before every
 change seen was graded.
 """

@@ -165,8 +165,7 @@ def grader_of(agents: Agents) -> str:
     """The identity of what grades with these agents: a job asks for it, a worker serves it."""
     from aclarai.daemon.workers.wire import grader_identity
 
-    extractor = agents.extractor
-    return grader_identity(extractor.name, extractor.version, agents.evaluator.model_id)
+    return grader_identity(agents.extractor, agents.evaluator)
 
 
 def consumer_processing(config: Config) -> ProcessingSettings:

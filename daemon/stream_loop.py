@@ -96,15 +96,15 @@ class EntryHandler(Protocol[Item, Result]):
 class Words:
     """How a command's log lines and errors name its entries."""
 
-    one: str
-    """An entry, in ``<one> <id> dead-lettered``: ``entry``, ``job``."""
-    some: str
-    """Entries taken over, in ``took over 2 <some>``."""
+    entry: str
+    """One entry, in ``<entry> <id> dead-lettered``: ``entry``, ``job``."""
+    entries: str
+    """Entries taken over, in ``took over 2 <entries>``."""
     waiting: str
     """What stays pending while the model is away."""
     settled: str
     """What happens to those once it is back: ``evaluated``, ``graded``."""
-    who: str
+    member: str
     """A member of the group: ``consumer``, ``worker``."""
     failure: str
     """The error of an entry whose work raised, before the exception: ``grading failed``."""
@@ -316,8 +316,8 @@ class StreamLoop(Generic[Item, Result]):
                 self._log.info(
                     "took over %d %s of a %s that stopped answering",
                     len(entries),
-                    self._w.some,
-                    self._w.who,
+                    self._w.entries,
+                    self._w.member,
                 )
                 started += self._start(entries, stop, redelivered=True, reclaimed=True)
             if start in (b"0-0", "0-0"):
@@ -421,14 +421,14 @@ class StreamLoop(Generic[Item, Result]):
                 self._stats.failed += 1
             self._log.warning(
                 "%s %s (delivery %d of %d): %s; left pending for another try",
-                self._w.one,
+                self._w.entry,
                 entry_id.decode(),
                 count,
                 self._s.max_deliveries,
                 error,
             )
             if not isinstance(exc, AclaraiError | OSError):
-                self._log.debug("%s %s failed", self._w.one, entry_id.decode(), exc_info=True)
+                self._log.debug("%s %s failed", self._w.entry, entry_id.decode(), exc_info=True)
             return
         self._write_and_ack(
             entry_id, lambda pipe: self._handler.write_result(pipe, delivery, item, result)
@@ -437,7 +437,9 @@ class StreamLoop(Generic[Item, Result]):
             self._stats.processed += 1
 
     def _dead_letter(self, delivery: Delivery, item: Item | None, error: str) -> None:
-        self._log.warning("%s %s dead-lettered: %s", self._w.one, delivery.entry_id.decode(), error)
+        self._log.warning(
+            "%s %s dead-lettered: %s", self._w.entry, delivery.entry_id.decode(), error
+        )
         entry_id = delivery.entry_id
         self._write_and_ack(
             entry_id, lambda pipe: self._handler.write_dead_letter(pipe, delivery, item, error)

@@ -42,6 +42,7 @@ from aclarai.parsers.hashing import content_hash, normalize_text
 from aclarai.parsers.marks import Unadopted, drop_emptied, unadopt_note
 from aclarai.parsers.model import (
     SCORE_NAMES,
+    SCORE_WORDS,
     Block,
     ParsedNote,
     Problem,
@@ -55,6 +56,7 @@ from aclarai.parsers.timestamps import format_utc, utc_now
 
 __all__ = [
     "SCORE_NAMES",
+    "SCORE_WORDS",
     "AclaraiComment",
     "AclaraiError",
     "Adopted",

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from aclarai.parsers.model import SCORE_NAMES, named_scores
+from aclarai.parsers.model import SCORE_NAMES, SCORE_WORDS, named_scores
 from aclarai.parsers.reading import reader_text
 
 BINS = 10
@@ -401,13 +401,12 @@ def verdict_text(verdict: str | None, justification: str | None) -> str:
     why = " ".join((justification or "").split())
     if label and why.lower().startswith(label.lower() + ":"):
         why = why[len(label) + 1 :].lstrip()
-    elif why.startswith(_SCORE_WORDS):
+    elif why.startswith(tuple(f"{word} " for word in SCORE_WORDS.values())):
         label = ""  # "coverage 0.00: leaves out X. Supported: …" says the verdict itself
     text = f"{label}: {why}" if label and why else label or why
     return escape_text(_cut(text))
 
 
-_SCORE_WORDS = ("entailment ", "coverage ", "decontextualization ")
 _ISO_MINUTE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d)")
 
 

@@ -10,6 +10,13 @@ SCORE_NAMES: tuple[str, ...] = ("entailed_score", "coverage_score", "decontextua
 """The block scores, in their one order: the score comments under a block's id comment, the
 fields of an evaluator's score, the graph's edge properties, and what every report, the MCP
 tools, the grading workers' wire format and ``aclarai evaluate`` give of a claim."""
+SCORE_WORDS: dict[str, str] = {
+    "entailed_score": "entailment",
+    "coverage_score": "coverage",
+    "decontextualization_score": "decontextualization",
+}
+"""How a justification names each score (``"coverage 0.00: leaves out …"``), and how the
+dashboard knows that a justification opens with one."""
 
 
 def named_scores(record: object) -> dict[str, float | None]:

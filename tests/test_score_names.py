@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from aclarai.agents import Score
-from aclarai.agents.base import SCORE_WORDS
 from aclarai.agents.offline import OfflineEvaluator
 from aclarai.daemon.reports.claims import claim_json, format_claim
 from aclarai.daemon.service.batch_eval import evaluate_lines
@@ -20,7 +19,7 @@ from aclarai.daemon.service.mcp import grade_text
 from aclarai.daemon.workers.wire import Outcome, decode_outcome, encode_outcome
 from aclarai.graph import ScoreRecord, block_scores
 from aclarai.graph.base import StoredClaim
-from aclarai.parsers import SCORE_NAMES, ClaimRef, named_scores
+from aclarai.parsers import SCORE_NAMES, SCORE_WORDS, ClaimRef, named_scores
 from aclarai.parsers.dashboard import REASONS, SCORE_TITLES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +32,8 @@ SPELLED_OUT_IN = {
 }
 """Where the whole list may be written out; anywhere else it is read from SCORE_NAMES."""
 EACH_SCORE_ON_ITS_OWN = {
-    "agents/base.py": "the word a justification names each score by (SCORE_WORDS, explained)",
+    "parsers/model.py": "the word a justification names each score by (SCORE_WORDS)",
+    "agents/base.py": "the reason explained() gives for each score",
     "parsers/dashboard.py": "the dashboard's heading and title of each score",
     "agents/offline/evaluator.py": "the offline agents compute each score",
     "agents/llm/agents.py": "the combined mode computes each score",

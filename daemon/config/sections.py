@@ -14,8 +14,6 @@ from pydantic_core import PydanticCustomError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_RECONCILE_CRON = "*/30 * * * *"
-
-
 CONTRADICTION = "contradiction"
 
 
@@ -433,7 +431,7 @@ class LoggingSettings(_Section):
     sets it too."""
     format: Literal["auto", "text", "json"] = "auto"
     """``text``: one human-readable line per entry; ``json``: one JSON object per line (also
-    ``--log-json``); ``auto``: text for now, the name kept for a choice by where the logs go."""
+    ``--log-json``); ``auto``: text, as ``text``."""
 
     @field_validator("level")
     @classmethod

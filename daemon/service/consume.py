@@ -48,11 +48,11 @@ from aclarai.parsers import PayloadError
 logger = logging.getLogger(__name__)
 
 WORDS = Words(
-    one="entry",
-    some="entries",
+    entry="entry",
+    entries="entries",
     waiting="events",
     settled="evaluated",
-    who="consumer",
+    member="consumer",
     failure="evaluation failed",
 )
 
@@ -68,7 +68,7 @@ def run_consumer(
     """Consume evaluation events until stopped.
 
     Args:
-        config: the ``redis`` section names the server, streams and group; ``service`` the
+        config: ``eval_stream`` names the server, streams and group; ``service`` the
             evaluation settings.
         core: the evaluation objects; built from ``config`` (and closed) when ``None``.
         consumer: this consumer's name in the group; ``<host>-<pid>`` by default.

@@ -15,7 +15,15 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from aclarai.agents import Claim, EvalItem, ExtractionInput, Score, Utterance
+from aclarai.agents import (
+    Claim,
+    ClaimExtractor,
+    EvalItem,
+    Evaluator,
+    ExtractionInput,
+    Score,
+    Utterance,
+)
 from aclarai.parsers import SCORE_NAMES, PayloadError
 
 WIRE_VERSION = 1
@@ -96,8 +104,9 @@ def reply_to_of(raw: bytes) -> str | None:
     return reply_to if isinstance(reply_to, str) and reply_to else None
 
 
-def grader_identity(extractor_name: str, extractor_version: str, model_id: str) -> str:
-    return f"{extractor_name}@{extractor_version}+{model_id}"
+def grader_identity(extractor: ClaimExtractor, evaluator: Evaluator) -> str:
+    """What grades with these agents: a job asks for it, and a worker serves it."""
+    return f"{extractor.name}@{extractor.version}+{evaluator.model_id}"
 
 
 def _utterance(u: Utterance) -> list[str]:

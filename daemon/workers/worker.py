@@ -65,11 +65,11 @@ log = logging.getLogger(__name__)
 
 DEAD_MAXLEN = 10_000
 WORDS = Words(
-    one="job",
-    some="job(s)",
+    entry="job",
+    entries="job(s)",
     waiting="jobs",
     settled="graded",
-    who="worker",
+    member="worker",
     failure="grading failed",
 )
 
@@ -97,7 +97,7 @@ def run_worker(
     """Grade jobs until stopped (or, with ``burst``, until none is left to take).
 
     Args:
-        config: ``workers`` names the Redis server.
+        config: ``grading_workers`` names the Redis server.
         build_agents: this machine's agents from its ``model`` settings; given ``True``, the
             agents that bypass the result cache (``resync --reevaluate``).
         reclaim_after_s: how long a job waits on a silent worker before this one takes it over.
@@ -168,8 +168,7 @@ class GradingWorker:
         self._agents = agents
         self._fresh_agents = fresh_agents
         self.name = name
-        extractor = agents.extractor
-        self.grader = grader_identity(extractor.name, extractor.version, agents.evaluator.model_id)
+        self.grader = grader_identity(agents.extractor, agents.evaluator)
         self.stream = work_stream(settings.prefix, self.grader)
         self._dead = dead_letter_stream(settings.prefix)
         self._jobs = max(1, jobs)

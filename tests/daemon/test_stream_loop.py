@@ -21,7 +21,12 @@ from aclarai.parsers import EvaluatorUnavailable, PayloadError
 from tests.fixtures.redis_server import RedisServer
 
 WORDS = Words(
-    one="entry", some="entries", waiting="entries", settled="done", who="loop", failure="failed"
+    entry="entry",
+    entries="entries",
+    waiting="entries",
+    settled="done",
+    member="loop",
+    failure="failed",
 )
 LOG = logging.getLogger("tests.stream_loop")
 
