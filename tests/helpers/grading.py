@@ -104,7 +104,7 @@ def resync(
 ) -> subprocess.CompletedProcess[str]:
     """``aclarai resync VAULT`` (through workers with ``redis_url``); it must exit 0."""
     where = ("--redis", redis_url) if redis_url else ()
-    done = aclarai(
+    done = run_with_config(
         "resync",
         str(vault),
         *where,
@@ -184,7 +184,7 @@ def stamp_lines(root: Path) -> int:
     )
 
 
-def entries(client: redis.Redis, stream: str) -> list[tuple[bytes, Fields]]:
+def read_stream(client: redis.Redis, stream: str) -> list[tuple[bytes, Fields]]:
     return cast(list[tuple[bytes, Fields]], client.xrange(stream))
 
 
@@ -196,11 +196,11 @@ def streams(client: redis.Redis, prefix: str, kind: str) -> list[str]:
 
 def stream_entries(client: redis.Redis, prefix: str, kind: str) -> list[tuple[bytes, Fields]]:
     """The entries of every ``<prefix>:<kind>:*`` stream, stream after stream."""
-    return [entry for stream in streams(client, prefix, kind) for entry in entries(client, stream)]
+    return [entry for stream in streams(client, prefix, kind) for entry in read_stream(client, stream)]
 
 
 def dead_letters(client: redis.Redis, prefix: str) -> list[Fields]:
-    return [fields for _, fields in entries(client, dead_letter_stream(prefix))]
+    return [fields for _, fields in read_stream(client, dead_letter_stream(prefix))]
 
 
 def heartbeat_streams(client: redis.Redis, prefix: str) -> dict[str, str]:

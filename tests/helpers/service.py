@@ -98,7 +98,7 @@ def results(client: redis.Redis, config: Config) -> list[dict[str, Any]]:
             "source_id": fields[b"source_id"],
             "payload": json.loads(fields[b"payload"]),
         }
-        for fields in entries(client, config.eval_stream.results_stream)
+        for fields in stream_fields(client, config.eval_stream.results_stream)
     ]
 
 
@@ -119,5 +119,5 @@ CAPITAL_OF_FRANCE = b"""{
   }"""  # noqa: E501
 
 
-def entries(client: redis.Redis, stream: str) -> list[dict[bytes, bytes]]:
+def stream_fields(client: redis.Redis, stream: str) -> list[dict[bytes, bytes]]:
     return [fields for _, fields in cast(list[Any], client.xrange(stream))]

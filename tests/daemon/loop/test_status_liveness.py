@@ -40,7 +40,7 @@ from aclarai.daemon.vault.control import new_heartbeat, read_heartbeat
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.parsers import parse_note
 from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
-from tests.helpers.cli import QUIET_S, DaemonProcess, aclarai, daemon_env, wait_until
+from tests.helpers.cli import QUIET_S, DaemonProcess, daemon_env, run_cli_process, wait_until
 from tests.helpers.scripted_vault import NOTES, llm_env, responder
 from tests.helpers.vault import note_text, start_watcher
 
@@ -84,7 +84,7 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def status_json(vault: Path, env: Mapping[str, str]) -> dict[str, object]:
-    done = aclarai("status", str(vault), "--json", env=env)
+    done = run_cli_process("status", str(vault), "--json", env=env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert isinstance(data, dict)
@@ -92,7 +92,7 @@ def status_json(vault: Path, env: Mapping[str, str]) -> dict[str, object]:
 
 
 def status_text(vault: Path, env: Mapping[str, str]) -> dict[str, str]:
-    done = aclarai("status", str(vault), env=env)
+    done = run_cli_process("status", str(vault), env=env)
     assert done.returncode == 0, done.stderr
     return {line[:12].strip(): line[13:] for line in done.stdout.splitlines() if line[:1] != " "}
 
@@ -132,7 +132,7 @@ def test_status_json_has_every_documented_key_with_its_type(
 ) -> None:
     vault = make_vault({"a.md": note_text([("blk-j1", ALICE)])})
     daemon = start_daemon(vault)
-    done = aclarai(
+    done = run_cli_process(
         "status", str(vault), "--wait-idle", "--timeout", "30", "--json", env=daemon_env()
     )
     assert done.returncode == 0, done.stderr
@@ -166,7 +166,7 @@ def test_status_while_grading_after_it_and_after_kill_9(
     assert text["activity"].startswith("grading ")
     assert text["ungraded"].startswith("oldest change ")
 
-    done = aclarai("status", str(vault), "--wait-idle", "--timeout", "120", env=env, timeout_s=150)
+    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "120", env=env, timeout_s=150)
     assert done.returncode == 0, done.stderr
     after = status_json(vault, env)
     assert after["activity"] == "idle" and after["graded"] is True and after["queue_depth"] == 0
@@ -176,7 +176,7 @@ def test_status_while_grading_after_it_and_after_kill_9(
     note = vault / "bridge.md"
     note.write_text(note.read_text().replace("1998", "1999"))
     wait_until_status(vault, env, lambda d: str(d["activity"]).startswith("grading"))
-    done = aclarai("status", str(vault), "--wait-idle", "--timeout", "1", env=env)
+    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "1", env=env)
     assert done.returncode == EX_NOT_GRADED
     assert f"waiting for pid {daemon.proc.pid}: grading 1 note;" in done.stderr, "never silent"
     daemon.kill()
@@ -212,7 +212,7 @@ def test_wait_idle_returns_once_an_edit_is_graded(
     start_daemon(vault)
     note = vault / "a.md"
     append_block(note, "blk-w2", ERIN)
-    done = aclarai("status", str(vault), "--wait-idle", "--timeout", "60", env=daemon_env())
+    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "60", env=daemon_env())
     assert done.returncode == 0, done.stderr
     assert set(scores(note)["blk-w2"]) == {
         "entailed_score",
@@ -227,7 +227,7 @@ def test_paused_status_and_a_wait_that_times_out_with_its_own_exit_code(
 ) -> None:
     vault = make_vault({"a.md": note_text([("blk-q1", ALICE)])})
     daemon = start_daemon(vault)
-    assert aclarai("pause", str(vault), env=daemon_env()).returncode == 0
+    assert run_cli_process("pause", str(vault), env=daemon_env()).returncode == 0
     daemon.wait_for_log("paused: no evaluation")
     append_block(vault / "a.md", "blk-q2", ERIN)
     daemon.wait_for_log("a.md changed", timeout_s=QUIET_S + 10)
@@ -235,13 +235,13 @@ def test_paused_status_and_a_wait_that_times_out_with_its_own_exit_code(
     wait_until_status(vault, daemon_env(), lambda d: d["activity"] == "paused")
     assert status_text(vault, daemon_env())["activity"] == "paused"
     started = time.monotonic()
-    done = aclarai("status", str(vault), "--wait-idle", "--timeout", "1.5", env=daemon_env())
+    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "1.5", env=daemon_env())
     assert done.returncode == EX_NOT_GRADED == 124
     assert time.monotonic() - started >= 1.5
     assert "the daemon is paused: 1 block(s) wait to be graded" in done.stderr
 
     assert daemon.stop() == 0
-    done = aclarai("status", str(vault), "--wait-idle", "--timeout", "0.5", env=daemon_env())
+    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "0.5", env=daemon_env())
     assert done.returncode == EX_NOT_GRADED
     assert "no aclarai daemon or resync runs" in done.stderr, "never a silent wait"
     assert "not running" in done.stdout
@@ -251,8 +251,8 @@ def test_wait_idle_with_no_daemon_and_nothing_queued_returns_at_once(
     make_vault: MakeVault,
 ) -> None:
     vault = make_vault({"a.md": note_text([("blk-r1", ALICE)])})
-    assert aclarai("resync", str(vault), env=daemon_env()).returncode == 0
-    done = aclarai(
+    assert run_cli_process("resync", str(vault), env=daemon_env()).returncode == 0
+    done = run_cli_process(
         "status", str(vault), "--wait-idle", "--timeout", "0", "--json", env=daemon_env()
     )
     assert done.returncode == 0, done.stderr

@@ -34,7 +34,6 @@ from tests.agents.service_fakes import OverlapEvaluator
 from tests.fixtures.processes import free_port
 from tests.fixtures.redis_server import RedisServer, start_redis_server
 from tests.helpers.service import (
-    entries,
     evaluate_payload,
     make_config,
     results,
@@ -85,7 +84,7 @@ def publish(client: redis.Redis, config: Config, payload: Any) -> bytes:
 
 
 def dead_letters(client: redis.Redis, config: Config) -> list[dict[bytes, bytes]]:
-    return entries(client, config.eval_stream.dead_letter_stream)
+    return stream_fields(client, config.eval_stream.dead_letter_stream)
 
 
 def pending(client: redis.Redis, config: Config) -> int:

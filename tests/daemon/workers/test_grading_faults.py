@@ -31,9 +31,7 @@ from tests.fixtures.tcp_proxy import tcp_proxy
 from tests.helpers.cli import wait_until
 from tests.helpers.grading import (
     Worker,
-    aclarai,
     dead_letters,
-    entries,
     resync,
     start_aclarai,
     start_worker,
@@ -157,7 +155,7 @@ class Faults:
             after = {b.id: b.version for b in parse_note((remote / rel).read_text()).blocks}
             raised = {block: ver + (1 if CLAIMS[block] else 0) for block, ver in before.items()}
             assert after == raised, rel
-        done = aclarai(
+        done = run_with_config(
             "status", str(remote), "--json", config=config, state_dir=self.state(remote.name)
         )
         assert done.returncode == 0, done.stdout + done.stderr
@@ -281,7 +279,7 @@ def test_results_waiting_for_a_killed_daemon_are_applied_by_the_next_run(
 def assert_each_job_published_once(faults: Faults) -> None:
     """The work stream holds the jobs of one uninterrupted run, none twice: no work was done
     again, even by a second resync after a killed one or an outage."""
-    found = entries(faults.client, faults.work_stream())
+    found = read_stream(faults.client, faults.work_stream())
     keys = [decode_job(fields[b"payload"]).key for _, fields in found]
     assert len(keys) == len(set(keys)) == SINGLE_RUN_JOBS, keys
 

@@ -40,9 +40,7 @@ from tests.fixtures.redis_server import RedisServer
 from tests.helpers.cli import wait_until
 from tests.helpers.grading import (
     Worker,
-    aclarai,
     dead_letters,
-    entries,
     heartbeat_streams,
     process_env,
     resync,
@@ -338,9 +336,9 @@ def block_notes(vault: Path) -> list[str]:
 
 def graph_view(vault: Path, config: Path, state_dir: Path) -> tuple[dict[str, Any], list[str]]:
     """What a user sees of the graph: the status counts and every claim with its scores."""
-    status = aclarai("status", str(vault), "--json", config=config, state_dir=state_dir)
+    status = run_with_config("status", str(vault), "--json", config=config, state_dir=state_dir)
     assert status.returncode == 0, status.stderr
-    claims = aclarai(
+    claims = run_with_config(
         "claims", str(vault), "--below", "1.01", "--json", config=config, state_dir=state_dir
     )
     assert claims.returncode == 0, claims.stderr
@@ -452,7 +450,7 @@ def test_a_malformed_or_misaddressed_job_is_dead_lettered_and_acknowledged(
     assert {f[b"worker"] for f in letters} == {worker.name.encode()}
     assert [f[b"payload"] for f in letters] == [b"not json", b"", encode_job(misaddressed)]
     assert pending == 0, "dead letters are acknowledged"
-    [(_, answer)] = entries(client, reply_to)
+    [(_, answer)] = read_stream(client, reply_to)
     told = decode_outcome(answer[b"payload"])
     assert told.key == misaddressed.key
     assert told.error is not None and told.error.startswith("dead-lettered: asks for grader")
@@ -683,7 +681,7 @@ def test_a_job_that_cannot_be_read_is_answered_so_its_daemon_does_not_wait(
         grading.client.set(job_key(grading.prefix, key_of(raw)), reply_to)
         grading.client.xadd(stream, {"payload": raw})
         wait_until(lambda: grading.client.xlen(reply_to) == 1, timeout_s=WAIT_S)
-    [(_, answer)] = entries(grading.client, reply_to)
+    [(_, answer)] = read_stream(grading.client, reply_to)
     told = decode_outcome(answer[b"payload"])
     assert told.key == key_of(raw)
     assert told.error == "dead-lettered: unreadable job: grader: expected a string"

@@ -22,7 +22,7 @@ import redis
 from aclarai.daemon.workers.roster import Heartbeat, beat, workers_seen
 from tests.fixtures.processes import dies_with_us, free_port, terminate
 from tests.fixtures.redis_server import RedisServer
-from tests.helpers.cli import aclarai, wait_until
+from tests.helpers.cli import run_cli_process, wait_until
 from tests.helpers.vault import note_text
 
 MakeVault = Callable[..., Path]
@@ -50,7 +50,7 @@ def spawn(*args: str, env: Mapping[str, str], log: Path) -> subprocess.Popen[byt
 
 
 def status_json(vault: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    done = aclarai("status", str(vault), "--json", env=env)
+    done = run_cli_process("status", str(vault), "--json", env=env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert isinstance(data, dict)
@@ -58,7 +58,7 @@ def status_json(vault: Path, env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def status_text(vault: Path, env: Mapping[str, str]) -> list[str]:
-    done = aclarai("status", str(vault), env=env)
+    done = run_cli_process("status", str(vault), env=env)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return done.stdout.splitlines()
@@ -107,7 +107,7 @@ def test_without_redis_url_status_has_no_workers_part_and_never_imports_redis(
     tmp_path: Path, vault: Path
 ) -> None:
     env = base_env(tmp_path, "state")
-    assert aclarai("resync", str(vault), env=env).returncode == 0
+    assert run_cli_process("resync", str(vault), env=env).returncode == 0
     script = (
         "import contextlib, io, json, sys\n"
         "from aclarai.daemon.cli import main\n"
@@ -149,7 +149,7 @@ def test_status_lists_the_workers_the_backlog_and_the_results_waiting(
     assert before["results_waiting"] == 0 and before["dead_letters"] == 0
     assert before["seen"] == []
 
-    w1 = aclarai("worker", "--name", "w1", "--burst", env=base_env(tmp_path, "w1", **settings))
+    w1 = run_cli_process("worker", "--name", "w1", "--burst", env=base_env(tmp_path, "w1", **settings))
     assert w1.returncode == 0, w1.stderr
     w2 = spawn(
         "worker", "--name", "w2", env=base_env(tmp_path, "w2", **settings), log=tmp_path / "w2"
@@ -208,7 +208,7 @@ def test_redis_down_is_one_line_and_the_exit_status_is_unchanged(
     tmp_path: Path, vault: Path
 ) -> None:
     env = base_env(tmp_path, "state", redis_url=f"redis://127.0.0.1:{free_port()}/0")
-    done = aclarai("status", str(vault), env=env)
+    done = run_cli_process("status", str(vault), env=env)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     said = [line for line in done.stdout.splitlines() if "Redis" in line]
     assert len(said) == 1 and said[0].startswith("workers      unavailable: cannot reach Redis")
