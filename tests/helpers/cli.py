@@ -175,9 +175,11 @@ class DaemonProcess:
         self._reader.join(timeout=5)
 
 
-def aclarai(
+def run_cli_process(
     *args: str, env: Mapping[str, str], timeout_s: float = 90
 ) -> subprocess.CompletedProcess[str]:
+    """``aclarai ARGS`` as a process of its own, with ``env`` as its whole environment, run to
+    its end; the caller checks its exit status (:func:`run_cli` runs it in this process)."""
     return subprocess.run(
         [*CLI_ARGV, *args],
         env=dict(env),

@@ -22,7 +22,7 @@ import yaml
 
 from aclarai.daemon.workers.wire import dead_letter_stream, roster_key
 from tests.fixtures.processes import dies_with_us, terminate
-from tests.helpers.cli import CLI_ARGV
+from tests.helpers.cli import CLI_ARGV, run_cli_process
 from tests.helpers.vault import vault_snapshot
 
 STOP_TIMEOUT_S = 20.0
@@ -51,21 +51,17 @@ def process_env(state_dir: Path, extra: Mapping[str, str] | None = None) -> dict
     return env
 
 
-def aclarai(
+def run_with_config(
     *args: str,
     config: Path,
     state_dir: Path,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``aclarai --config CONFIG ARGS`` to its end; the caller checks its exit status."""
-    return subprocess.run(
-        [*CLI_ARGV, "--config", str(config), *args],
-        env=process_env(state_dir, env),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
+    """Run ``aclarai --config CONFIG ARGS`` with its own state folder to its end; the caller
+    checks its exit status."""
+    return run_cli_process(
+        "--config", str(config), *args, env=process_env(state_dir, env), timeout_s=timeout_s
     )
 
 
@@ -185,6 +181,7 @@ def stamp_lines(root: Path) -> int:
 
 
 def read_stream(client: redis.Redis, stream: str) -> list[tuple[bytes, Fields]]:
+    """Every entry of ``stream``, oldest first, as (id, fields)."""
     return cast(list[tuple[bytes, Fields]], client.xrange(stream))
 
 
@@ -196,7 +193,9 @@ def streams(client: redis.Redis, prefix: str, kind: str) -> list[str]:
 
 def stream_entries(client: redis.Redis, prefix: str, kind: str) -> list[tuple[bytes, Fields]]:
     """The entries of every ``<prefix>:<kind>:*`` stream, stream after stream."""
-    return [entry for stream in streams(client, prefix, kind) for entry in read_stream(client, stream)]
+    return [
+        entry for stream in streams(client, prefix, kind) for entry in read_stream(client, stream)
+    ]
 
 
 def dead_letters(client: redis.Redis, prefix: str) -> list[Fields]:

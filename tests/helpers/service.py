@@ -120,4 +120,5 @@ CAPITAL_OF_FRANCE = b"""{
 
 
 def stream_fields(client: redis.Redis, stream: str) -> list[dict[bytes, bytes]]:
+    """The fields of every entry of ``stream``, oldest first, without their ids."""
     return [fields for _, fields in cast(list[Any], client.xrange(stream))]

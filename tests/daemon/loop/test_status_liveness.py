@@ -166,7 +166,9 @@ def test_status_while_grading_after_it_and_after_kill_9(
     assert text["activity"].startswith("grading ")
     assert text["ungraded"].startswith("oldest change ")
 
-    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "120", env=env, timeout_s=150)
+    done = run_cli_process(
+        "status", str(vault), "--wait-idle", "--timeout", "120", env=env, timeout_s=150
+    )
     assert done.returncode == 0, done.stderr
     after = status_json(vault, env)
     assert after["activity"] == "idle" and after["graded"] is True and after["queue_depth"] == 0
@@ -235,13 +237,17 @@ def test_paused_status_and_a_wait_that_times_out_with_its_own_exit_code(
     wait_until_status(vault, daemon_env(), lambda d: d["activity"] == "paused")
     assert status_text(vault, daemon_env())["activity"] == "paused"
     started = time.monotonic()
-    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "1.5", env=daemon_env())
+    done = run_cli_process(
+        "status", str(vault), "--wait-idle", "--timeout", "1.5", env=daemon_env()
+    )
     assert done.returncode == EX_NOT_GRADED == 124
     assert time.monotonic() - started >= 1.5
     assert "the daemon is paused: 1 block(s) wait to be graded" in done.stderr
 
     assert daemon.stop() == 0
-    done = run_cli_process("status", str(vault), "--wait-idle", "--timeout", "0.5", env=daemon_env())
+    done = run_cli_process(
+        "status", str(vault), "--wait-idle", "--timeout", "0.5", env=daemon_env()
+    )
     assert done.returncode == EX_NOT_GRADED
     assert "no aclarai daemon or resync runs" in done.stderr, "never a silent wait"
     assert "not running" in done.stdout

@@ -38,6 +38,7 @@ from tests.helpers.service import (
     make_config,
     results,
     running_app,
+    stream_fields,
     stream_names,
     without_durations,
 )

@@ -32,7 +32,9 @@ from tests.helpers.cli import wait_until
 from tests.helpers.grading import (
     Worker,
     dead_letters,
+    read_stream,
     resync,
+    run_with_config,
     start_aclarai,
     start_worker,
     stop,

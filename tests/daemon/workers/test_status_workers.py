@@ -149,7 +149,9 @@ def test_status_lists_the_workers_the_backlog_and_the_results_waiting(
     assert before["results_waiting"] == 0 and before["dead_letters"] == 0
     assert before["seen"] == []
 
-    w1 = run_cli_process("worker", "--name", "w1", "--burst", env=base_env(tmp_path, "w1", **settings))
+    w1 = run_cli_process(
+        "worker", "--name", "w1", "--burst", env=base_env(tmp_path, "w1", **settings)
+    )
     assert w1.returncode == 0, w1.stderr
     w2 = spawn(
         "worker", "--name", "w2", env=base_env(tmp_path, "w2", **settings), log=tmp_path / "w2"
