@@ -26,8 +26,6 @@ from tests.helpers.cli import CLI_ARGV, run_cli_process
 from tests.helpers.vault import vault_snapshot
 
 STOP_TIMEOUT_S = 20.0
-DASHBOARD_STAMP = "Written by aclarai at "
-"""Starts the dashboard's line that says when it was written."""
 
 Fields = dict[bytes, bytes]
 
@@ -168,16 +166,6 @@ def vault_differences(a: Path, b: Path) -> list[str]:
     ignoring the dashboard's times (see :func:`vault_snapshot`)."""
     left, right = vault_snapshot(a), vault_snapshot(b)
     return sorted(p for p in left.keys() | right.keys() if left.get(p) != right.get(p))
-
-
-def stamp_lines(root: Path) -> int:
-    """How many lines say when a dashboard was written: the comparison must mask only those and
-    the notes' times."""
-    return sum(
-        line.startswith(DASHBOARD_STAMP)
-        for path in root.rglob("*.md")
-        for line in path.read_text(encoding="utf-8").splitlines()
-    )
 
 
 def read_stream(client: redis.Redis, stream: str) -> list[tuple[bytes, Fields]]:

@@ -135,11 +135,12 @@ ACLARAI_FOLDERS = (".aclarai/", "aclarai/")
 for the user to read (the dashboard, the inbox)."""
 DASHBOARD = "aclarai/Dashboard.md"
 """Written by resync and the daemon; not a note."""
+DASHBOARD_STAMP = "Written by aclarai at "
+"""Starts the dashboard's line that says when it was written."""
 _DASH, _SPACE = "(?:-|\u2011)", "(?: |\u00a0)"
 DASHBOARD_TIMES = re.compile(
     (
-        "^Written by aclarai at .*$"
-        f"|\\d{{4}}{_DASH}\\d\\d{_DASH}\\d\\d{_SPACE}\\d\\d:\\d\\d{_SPACE}UTC"
+        f"^{DASHBOARD_STAMP}.*$|\\d{{4}}{_DASH}\\d\\d{_DASH}\\d\\d{_SPACE}\\d\\d:\\d\\d{_SPACE}UTC"
     ).encode(),
     re.MULTILINE,
 )
@@ -173,9 +174,16 @@ def vault_snapshot(
     return files
 
 
-def dashboard_times(root: Path) -> int:
-    """How many times :func:`vault_snapshot` masks in the dashboard under ``root``."""
-    return len(DASHBOARD_TIMES.findall((root / DASHBOARD).read_bytes()))
+def dashboard_times(root: Path) -> list[bytes]:
+    """The times :func:`vault_snapshot` masks in the dashboard under ``root``, in order: the
+    line that says when it was written (it starts with :data:`DASHBOARD_STAMP`) and when each
+    note was last evaluated."""
+    return DASHBOARD_TIMES.findall((root / DASHBOARD).read_bytes())
+
+
+def dashboard_stamps(root: Path) -> int:
+    """How many of the :func:`dashboard_times` under ``root`` say when it was written."""
+    return sum(time.startswith(DASHBOARD_STAMP.encode()) for time in dashboard_times(root))
 
 
 def user_files(root: Path) -> dict[str, bytes]:

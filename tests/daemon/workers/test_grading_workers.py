@@ -47,7 +47,6 @@ from tests.helpers.grading import (
     resync,
     run_with_config,
     running_workers,
-    stamp_lines,
     start_aclarai,
     start_worker,
     stop,
@@ -58,7 +57,7 @@ from tests.helpers.grading import (
     write_config,
 )
 from tests.helpers.scripted_vault import KEY_ENV, responder
-from tests.helpers.vault import note_text
+from tests.helpers.vault import dashboard_stamps, note_text
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_VAULT = ROOT / "sample_vault"
@@ -363,7 +362,7 @@ def test_a_distributed_resync_writes_the_vault_and_graph_a_local_one_does(
     with running_workers(2, redis_url=grading.url, config=config, root=grading.root):
         resync(remote, config=config, state_dir=grading.state("remote"), redis_url=grading.url)
         assert vault_differences(local, remote) == []
-        assert stamp_lines(remote) == 1, "only the dashboard's time stamp line is left out"
+        assert dashboard_stamps(remote) == 1, "only the dashboard's time stamp line is left out"
         results = stream_entries(grading.client, grading.prefix, "results")
         blocks = sum(len(versions(remote, rel)) for rel in block_notes(remote))
         assert len(results) > blocks, "every block's extraction and scoring went to the workers"

@@ -29,14 +29,13 @@ from tests.fixtures.redis_server import RedisServer
 from tests.helpers.grading import (
     resync,
     running_workers,
-    stamp_lines,
     stream_entries,
     unique_prefix,
     vault_differences,
     write_config,
 )
 from tests.helpers.scripted_vault import KEY_ENV, claimify
-from tests.helpers.vault import note_text
+from tests.helpers.vault import dashboard_stamps, note_text
 
 LLM_ENV = {KEY_ENV: "scripted-key"}
 NOTES_BLOCKS = {
@@ -191,7 +190,7 @@ def test_a_worker_grades_per_agent_with_the_neighbours_the_job_carries(
         )
 
     assert vault_differences(local.vault, remote.vault) == []
-    assert stamp_lines(remote.vault) == 1, "only the dashboard's time stamp line is left out"
+    assert dashboard_stamps(remote.vault) == 1, "only the dashboard's time stamp line is left out"
     prompts = decontextualization_prompts(remote.server)
     assert prompts == decontextualization_prompts(local.server)
     assert len(prompts) == CLAIMS, "one decontextualization call a claim, none cached"
