@@ -31,7 +31,7 @@ Fields = dict[bytes, bytes]
 
 
 def unique_prefix() -> str:
-    """A ``workers.prefix`` no other test uses."""
+    """A ``grading_workers.prefix`` no other test uses."""
     return f"test-grading-{uuid.uuid4().hex[:12]}"
 
 
