@@ -69,7 +69,9 @@ from vaultgen import generate_vault  # noqa: E402
 from aclarai.daemon.factory import vault_id  # noqa: E402
 from aclarai.daemon.redis_link import Entry  # noqa: E402
 from aclarai.daemon.workers.wire import results_stream, roster_key  # noqa: E402
-from tests.agents.scripted_llm import (  # noqa: E402
+from tests.fixtures.processes import dies_with_us, terminate  # noqa: E402
+from tests.fixtures.redis_server import start_redis_server  # noqa: E402
+from tests.helpers.scripted_llm import (  # noqa: E402
     Recorded,
     Reply,
     ScriptedLLMServer,
@@ -78,8 +80,6 @@ from tests.agents.scripted_llm import (  # noqa: E402
     json_reply,
     status,
 )
-from tests.fixtures.processes import dies_with_us, terminate  # noqa: E402
-from tests.fixtures.redis_server import start_redis_server  # noqa: E402
 
 BLOCKS_PER_NOTE = 10
 WARM_UP_BLOCKS_PER_WORKER = 2

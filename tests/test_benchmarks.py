@@ -28,7 +28,7 @@ from types import ModuleType
 import pytest
 
 from aclarai.agents.offline.features import FEATURE_NAMES
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     grades_responder,

@@ -10,7 +10,7 @@ import pytest
 
 from aclarai.agents.cache import ResultCache
 from aclarai.agents.llm.client import EndpointSettings, LLMClient
-from tests.agents.scripted_llm import ScriptedLLMServer, scripted_llm_server
+from tests.helpers.scripted_llm import ScriptedLLMServer, scripted_llm_server
 
 FAST_BACKOFF = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05}
 

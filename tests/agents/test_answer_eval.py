@@ -24,7 +24,7 @@ from aclarai.agents.answers.evaluator import (
     overlap_check,
 )
 from aclarai.parsers import EvaluationError
-from tests.agents.service_fakes import BarrierJudge, BlockingJudge, FixedJudge, RaisingJudge
+from tests.helpers.service_fakes import BarrierJudge, BlockingJudge, FixedJudge, RaisingJudge
 
 LONG_QUESTION = (
     "Could you explain in detail how the Eiffel Tower was built, who designed it, and why it "

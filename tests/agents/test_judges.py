@@ -22,7 +22,7 @@ from aclarai.agents import (
 from aclarai.agents.answers.judges import CoherenceJudge, FaithfulnessJudge, RelevanceJudge
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.parsers import EvaluationError
-from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, json_reply, slow, status
+from tests.helpers.scripted_llm import Recorded, Reply, ScriptedLLMServer, json_reply, slow, status
 
 CONTEXT = (
     "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's "

@@ -26,7 +26,7 @@ from aclarai.agents.llm.schemas import (
     parse_json_output,
 )
 from aclarai.parsers import EvaluationError, EvaluatorUnavailable
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     ScriptedLLMServer,
     grades_reply,
     json_reply,

@@ -24,7 +24,7 @@ from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.tools import build_tool_factory
 from aclarai.agents.vector_index import VectorIndex
 from aclarai.daemon.config import ToolsSettings
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,

@@ -16,7 +16,7 @@ from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.llm.fitting import CONTEXT_CHARS, CUT_MARKER, nearest_context
 from aclarai.agents.llm.prompts import DATA_RULE
 from aclarai.parsers import EvaluatorUnavailable
-from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, status
+from tests.helpers.scripted_llm import ScriptedLLMServer, json_reply, status
 
 BLOCK = Utterance("blk-7", "She moved there in 2019. I love it! The lab employs 40 people.")
 ITEM = ExtractionInput(

@@ -20,7 +20,7 @@ from aclarai.agents.llm.fitting import CUT_MARKER, fit_prompt
 from aclarai.agents.llm.prompts import Message
 from aclarai.agents.llm.schemas import JudgeOut, UnparseableOutput
 from aclarai.parsers import EvaluationError
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,

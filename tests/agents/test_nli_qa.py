@@ -6,7 +6,7 @@ import pytest
 
 from aclarai.agents import NLIQAPipeline, QAItem, split_statements
 from aclarai.agents.answers.nli_qa import question_end
-from tests.agents.service_fakes import OverlapEvaluator
+from tests.helpers.service_fakes import OverlapEvaluator
 
 ITEM = QAItem(
     context="Albert Einstein was born in Ulm in 1879. Einstein moved to Bern in 1902.",

@@ -16,13 +16,13 @@ from aclarai.agents.base import EvalItem, ExtractionInput, Score, Utterance
 from aclarai.agents.llm.agents import LLMClaimExtractor, LLMEvaluator, RoleModels
 from aclarai.agents.llm.client import LLMClient
 from aclarai.agents.offline import OfflineClaimExtractor, OfflineEvaluator
-from tests.agents.scripted_llm import (
+from tests.helpers.cli import run_cli
+from tests.helpers.scripted_llm import (
     ScriptedLLMServer,
     claim_ids,
     grades_responder,
     json_reply,
 )
-from tests.helpers.cli import run_cli
 
 SCORES = ("entailed_score", "coverage_score", "decontextualization_score")
 TOLERANCE = 0.05

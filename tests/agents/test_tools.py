@@ -20,7 +20,7 @@ from aclarai.agents.tools import (
 from aclarai.agents.vector_index import VectorIndex
 from aclarai.daemon.config import ToolSpec, ToolsSettings
 from aclarai.parsers import ConfigError
-from tests.agents.scripted_llm import ScriptedLLMServer
+from tests.helpers.scripted_llm import ScriptedLLMServer
 
 UTTERANCES = [
     Utterance("b1", "Marie Curie won the Nobel Prize in Physics in 1903."),

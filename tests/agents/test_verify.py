@@ -16,7 +16,7 @@ from aclarai.agents.verify import (
     parse_verdict,
     verify_claims,
 )
-from tests.agents.scripted_llm import ScriptedLLMServer, status, text
+from tests.helpers.scripted_llm import ScriptedLLMServer, status, text
 
 DEFAULT = ("unsupported", "Could not parse verification response.")
 

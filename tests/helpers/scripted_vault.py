@@ -14,7 +14,7 @@ from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.daemon.config import LLMSettings
 from aclarai.parsers import parse_note
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,

@@ -16,7 +16,7 @@ from aclarai.agents import Interaction, Judge, Judgement
 from aclarai.daemon.config import load_config
 from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import assemble_core
-from tests.agents.service_fakes import OverlapEvaluator
+from tests.helpers.service_fakes import OverlapEvaluator
 
 
 class HoldingJudge(Judge):

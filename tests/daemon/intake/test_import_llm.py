@@ -11,7 +11,7 @@ import pytest
 
 from aclarai.daemon.cli import main
 from aclarai.parsers import parse_note
-from tests.agents.scripted_llm import ScriptedLLMServer, json_reply, scripted_llm_server
+from tests.helpers.scripted_llm import ScriptedLLMServer, json_reply, scripted_llm_server
 
 KEY_ENV = "SCRIPTED_LLM_KEY"
 MINUTES = """MEETING MINUTES -- infra sync

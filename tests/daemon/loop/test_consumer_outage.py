@@ -17,8 +17,8 @@ from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.reports.status import collect_status, format_status
 from aclarai.daemon.vault.control import MODEL_DOWN_META
 from aclarai.daemon.vault.notesync import NoteSync
-from tests.agents.scripted_llm import ScriptedLLMServer, scripted_llm_server, slow
 from tests.helpers.cli import DaemonProcess, wait_until
+from tests.helpers.scripted_llm import ScriptedLLMServer, scripted_llm_server, slow
 from tests.helpers.scripted_vault import NOTES, llm_env, note_scores, responder
 
 

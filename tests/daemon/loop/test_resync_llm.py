@@ -20,7 +20,7 @@ from aclarai.daemon.loop.resync import ResyncSummary, format_summary, resync
 from aclarai.graph import StoredClaim
 from aclarai.parsers import SCORE_NAMES
 from aclarai.parsers.grammar import format_score_value
-from tests.agents.scripted_llm import (
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,

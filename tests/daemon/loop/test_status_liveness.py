@@ -39,8 +39,8 @@ from aclarai.daemon.reports.status import (
 from aclarai.daemon.vault.control import new_heartbeat, read_heartbeat
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.parsers import parse_note
-from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.helpers.cli import QUIET_S, DaemonProcess, daemon_env, run_cli_process, wait_until
+from tests.helpers.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.helpers.scripted_vault import NOTES, llm_env, responder
 from tests.helpers.vault import note_text, start_watcher
 

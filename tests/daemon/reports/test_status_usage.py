@@ -24,14 +24,14 @@ from aclarai.daemon.vault.control import UsageRecorder, read_usage
 from aclarai.daemon.vault.queue import DurableQueue
 from aclarai.graph import key_block_id
 from aclarai.parsers import QueueError, parse_note
-from tests.agents.scripted_llm import (
+from tests.helpers.cli import QUIET_S, wait_until
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
     grades_responder,
     scripted_llm_server,
 )
-from tests.helpers.cli import QUIET_S, wait_until
 from tests.helpers.scripted_vault import CLAIMS, NOTES, graded, responder
 from tests.helpers.scripted_vault import llm_env as scripted_env
 from tests.helpers.vault import note_text

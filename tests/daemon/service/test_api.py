@@ -22,10 +22,10 @@ from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
 from aclarai.daemon.service.core import ServiceCore, assemble_core, build_service_core
 from aclarai.parsers import ConfigError, EvaluationError
-from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status
-from tests.agents.service_fakes import OverlapEvaluator, RaisingJudge
 from tests.fixtures.processes import free_port
+from tests.helpers.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status
 from tests.helpers.service import evaluate_payload, make_config, running_app
+from tests.helpers.service_fakes import OverlapEvaluator, RaisingJudge
 
 LONG_QUESTION = (
     "Could you explain in detail how the Eiffel Tower was built, who designed it, and why it "

@@ -13,7 +13,14 @@ from aclarai.agents import load_judge_specs
 from aclarai.daemon.service.api import create_app
 from aclarai.daemon.service.core import build_service_core
 from aclarai.parsers import ConfigError
-from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, status, text
+from tests.helpers.scripted_llm import (
+    Recorded,
+    Reply,
+    json_reply,
+    scripted_llm_server,
+    status,
+    text,
+)
 from tests.helpers.service import evaluate_payload, make_config, running_app
 
 SPEC_STAGES = ["relevance-judge", "faithfulness-judge", "coherence-judge"]

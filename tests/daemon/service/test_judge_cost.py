@@ -16,7 +16,7 @@ import pytest
 from aclarai.agents.answers.judges import MAX_FAITHFULNESS_SENTENCES, bounded_pair
 from aclarai.daemon.service.api import create_app
 from aclarai.daemon.service.core import EvaluateRequest, build_service_core
-from tests.agents.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, slow
+from tests.helpers.scripted_llm import Recorded, Reply, json_reply, scripted_llm_server, slow
 from tests.helpers.service import evaluate_payload, make_config, running_app
 
 WORDS = [

@@ -19,7 +19,8 @@ from aclarai.daemon.config import Config
 from aclarai.daemon.service.api import create_app
 from aclarai.daemon.service.consume import run_consumer
 from aclarai.daemon.service.core import build_service_core
-from tests.agents.scripted_llm import (
+from tests.fixtures.redis_server import RedisServer
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
@@ -28,7 +29,6 @@ from tests.agents.scripted_llm import (
     json_reply,
     scripted_llm_server,
 )
-from tests.fixtures.redis_server import RedisServer
 from tests.helpers.service import evaluate_payload, make_config, running_app, stream_names
 
 

@@ -30,7 +30,6 @@ from aclarai.daemon.service.core import (
     build_service_core,
 )
 from aclarai.daemon.stream_loop import StreamStats
-from tests.agents.service_fakes import OverlapEvaluator
 from tests.fixtures.processes import free_port
 from tests.fixtures.redis_server import RedisServer, start_redis_server
 from tests.helpers.service import (
@@ -42,6 +41,7 @@ from tests.helpers.service import (
     stream_names,
     without_durations,
 )
+from tests.helpers.service_fakes import OverlapEvaluator
 
 ROOT = Path(__file__).resolve().parents[3]
 WAIT_S = 20.0

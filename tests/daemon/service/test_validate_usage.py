@@ -12,7 +12,8 @@ import pytest
 
 from aclarai.daemon.service.core import build_service_core
 from aclarai.daemon.service.validate import format_report, validate
-from tests.agents.scripted_llm import (
+from tests.helpers.cli import run_cli
+from tests.helpers.scripted_llm import (
     Recorded,
     Reply,
     ScriptedLLMServer,
@@ -21,7 +22,6 @@ from tests.agents.scripted_llm import (
     prompt_tokens,
     scripted_llm_server,
 )
-from tests.helpers.cli import run_cli
 from tests.helpers.service import CAPITAL_OF_FRANCE, make_config
 
 PAIRS = [

@@ -25,7 +25,6 @@ from aclarai.daemon.workers import backlog
 from aclarai.daemon.workers.roster import WORKERS_GROUP
 from aclarai.daemon.workers.wire import decode_job
 from aclarai.parsers import parse_note
-from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.fixtures.redis_server import RedisServer
 from tests.fixtures.tcp_proxy import tcp_proxy
 from tests.helpers.cli import wait_until
@@ -42,6 +41,7 @@ from tests.helpers.grading import (
     unique_prefix,
     write_config,
 )
+from tests.helpers.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.helpers.scripted_vault import CLAIMS, KEY_ENV, NOTES, responder
 from tests.helpers.vault import dashboard_times, vault_snapshot
 

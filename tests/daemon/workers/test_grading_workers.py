@@ -35,7 +35,6 @@ from aclarai.daemon.workers.wire import (
     results_stream,
 )
 from aclarai.parsers import PayloadError, parse_note
-from tests.agents.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.fixtures.redis_server import RedisServer
 from tests.helpers.cli import wait_until
 from tests.helpers.grading import (
@@ -56,6 +55,7 @@ from tests.helpers.grading import (
     vault_differences,
     write_config,
 )
+from tests.helpers.scripted_llm import Recorded, Reply, ScriptedLLMServer, scripted_llm_server
 from tests.helpers.scripted_vault import KEY_ENV, responder
 from tests.helpers.vault import dashboard_stamps, note_text
 

@@ -17,14 +17,6 @@ import pytest
 import redis
 
 from aclarai.daemon.workers.wire import Job, decode_job
-from tests.agents.scripted_llm import (
-    Recorded,
-    Reply,
-    ScriptedLLMServer,
-    json_reply,
-    scripted_llm_server,
-    text,
-)
 from tests.fixtures.redis_server import RedisServer
 from tests.helpers.grading import (
     resync,
@@ -33,6 +25,14 @@ from tests.helpers.grading import (
     unique_prefix,
     vault_differences,
     write_config,
+)
+from tests.helpers.scripted_llm import (
+    Recorded,
+    Reply,
+    ScriptedLLMServer,
+    json_reply,
+    scripted_llm_server,
+    text,
 )
 from tests.helpers.scripted_vault import KEY_ENV, claimify
 from tests.helpers.vault import dashboard_stamps, note_text
