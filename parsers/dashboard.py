@@ -401,12 +401,13 @@ def verdict_text(verdict: str | None, justification: str | None) -> str:
     why = " ".join((justification or "").split())
     if label and why.lower().startswith(label.lower() + ":"):
         why = why[len(label) + 1 :].lstrip()
-    elif why.startswith(tuple(f"{word} " for word in SCORE_WORDS.values())):
+    elif why.startswith(_SCORE_OPENINGS):
         label = ""  # "coverage 0.00: leaves out X. Supported: …" says the verdict itself
     text = f"{label}: {why}" if label and why else label or why
     return escape_text(_cut(text))
 
 
+_SCORE_OPENINGS = tuple(f"{word} " for word in SCORE_WORDS.values())
 _ISO_MINUTE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d)")
 
 

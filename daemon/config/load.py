@@ -114,19 +114,22 @@ class Config(BaseModel):
         SQLite files. ``state.dir`` wins; else one folder per vault under the XDG state home."""
         if self.state.dir:
             return Path(self.state.dir).expanduser()
-        base = self._env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         # realpath, not Path.resolve: Python 3.11 raises RuntimeError on a symlink loop.
         resolved = os.path.realpath(vault.expanduser())
         key = hashlib.sha256(resolved.encode()).hexdigest()[:12]
-        return Path(base) / "aclarai" / f"{Path(resolved).name or 'vault'}-{key}"
+        return self._state_home() / f"{Path(resolved).name or 'vault'}-{key}"
 
     def worker_state_dir(self) -> Path:
         """Where a grading worker (``aclarai worker``) keeps its model caches: ``state.dir``, or
         ``worker`` under the XDG state home's ``aclarai``; a worker has no vault."""
         if self.state.dir:
             return Path(self.state.dir).expanduser()
+        return self._state_home() / "worker"
+
+    def _state_home(self) -> Path:
+        """``aclarai`` under ``$XDG_STATE_HOME`` (default ``~/.local/state``)."""
         base = self._env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        return Path(base) / "aclarai" / "worker"
+        return Path(base) / "aclarai"
 
     def config_home(self) -> Path:
         """``$XDG_CONFIG_HOME`` (default ``~/.config``): user config and systemd user units."""

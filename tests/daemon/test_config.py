@@ -228,6 +228,12 @@ def test_the_reconcile_cron_is_checked_at_load() -> None:
             load_config(env={"ACLARAI_WATCH__RECONCILE_CRON": bad})
 
 
+def test_the_default_cron_the_check_skips_parses() -> None:
+    from apscheduler.triggers.cron import CronTrigger
+
+    CronTrigger.from_crontab(Config().watch.reconcile_cron)
+
+
 @pytest.mark.parametrize(
     ("env", "first", "second"),
     [
