@@ -39,7 +39,12 @@ from aclarai.agents.base import (
     prose_of,
 )
 from aclarai.agents.cache import ResultCache, cache_key
-from aclarai.agents.embeddings import Embedder, HashingEmbedder, OpenAIEmbedder
+from aclarai.agents.embeddings import (
+    Embedder,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    WordLlamaEmbedder,
+)
 from aclarai.agents.llm import (
     EndpointSettings,
     LLMClaimExtractor,
@@ -119,6 +124,7 @@ __all__ = [
     "Utterance",
     "VectorIndex",
     "Verifier",
+    "WordLlamaEmbedder",
     "answer_agreement",
     "as_read",
     "build_tool_factory",

@@ -12,6 +12,7 @@ import re
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -135,3 +136,31 @@ class OpenAIEmbedder(Embedder):
                 f"embedding model {self._model} returned vectors of sizes {sizes}"
             )
         return normalize_rows(np.asarray(vectors, dtype=np.float32))
+
+
+class WordLlamaEmbedder(Embedder):
+    """WordLlama's static token embeddings (256 dimensions), whose weights ship inside its
+    wheel: meaning without a model server, and nothing fetched at run time.
+
+    The loader is given its own package folder as the cache and downloads are turned off, so a
+    missing file is an error here, never a download.
+    """
+
+    name = "wordllama-l2_supercat-256"
+
+    def __init__(self) -> None:
+        import wordllama
+
+        folder = Path(wordllama.__file__).parent
+        try:
+            self._model = wordllama.WordLlama.load(
+                "l2_supercat", cache_dir=folder, dim=256, disable_download=True
+            )
+        except (FileNotFoundError, ValueError) as exc:
+            raise EvaluationError(f"the wordllama package lacks its weights: {exc}") from exc
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 256), dtype=np.float32)
+        vectors = np.asarray(self._model.embed(list(texts)), dtype=np.float32)
+        return normalize_rows(vectors)

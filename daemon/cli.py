@@ -32,6 +32,7 @@ EX_UNAVAILABLE = 69
 EX_TEMPFAIL = 75
 EX_BROKEN_PIPE = 128 + 13
 EX_NOT_GRADED = 124
+EX_CHECK_ERROR = 2
 """``status --wait-idle``: the timeout passed before every change was graded (as timeout(1))."""
 
 Handler = Callable[[argparse.Namespace, Config], int]
@@ -127,6 +128,50 @@ def cmd_claims(args: argparse.Namespace, config: Config) -> int:
     for ref in refs:
         print(claim_json(ref) if args.json else format_claim(ref))
     return 0
+
+
+def cmd_search(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.search import SearchFilter
+    from aclarai.daemon.search.output import footer, format_result, hit_json
+    from aclarai.daemon.search.session import VaultSearch
+
+    if not args.query.strip():
+        raise AclaraiError("the query is empty")
+    where = SearchFilter(
+        min_quality=args.min_quality, include_null=args.include_null or None, scope=args.scope or ""
+    )
+    with VaultSearch(config, _vault(args, config)) as vault:
+        result = vault.search(args.query, limit=args.limit, where=where)
+    if args.json:
+        for hit in result.hits:
+            print(hit_json(hit))
+        for line in footer(result):
+            print(line, file=sys.stderr)
+    else:
+        print(format_result(result))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, config: Config) -> int:
+    from aclarai.daemon.search.check import check_answer
+    from aclarai.daemon.search.output import check_json, format_check
+    from aclarai.daemon.search.session import VaultSearch
+    from aclarai.daemon.service.core import build_service_core
+
+    try:
+        with VaultSearch(config, _vault(args, config)) as vault:
+            core = build_service_core(config)
+            try:
+                result = check_answer(vault, core, args.question, args.answer)
+            finally:
+                core.close()
+    except AclaraiError as exc:
+        # 1 means "review or fail" here: an error that would exit 1 exits 2.
+        status, prefix = exit_status(exc)
+        print(f"aclarai: {prefix}{' '.join(str(exc).split())}", file=sys.stderr)
+        return EX_CHECK_ERROR if status == 1 else status
+    print(check_json(result) if args.json else format_check(result))
+    return 0 if result.passed else 1
 
 
 def cmd_evaluate(args: argparse.Namespace, config: Config) -> int:
@@ -436,6 +481,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--null", action="store_true", help="the failed evaluations (null scores)")
     p.add_argument("--json", action="store_true", help="one JSON object a line")
     p.set_defaults(handler=cmd_claims)
+
+    p = sub.add_parser("search", help="the vault's blocks and claims that answer a query")
+    p.add_argument("vault", nargs="?")
+    p.add_argument("query", help="what to look for, in your own words")
+    p.add_argument("--limit", type=int, metavar="N", help="at most N hits (search.limit)")
+    p.add_argument("--min-quality", type=float, metavar="Q", help="only claims of quality >= Q")
+    p.add_argument(
+        "--include-null", action="store_true", help="keep failed (null) grades under --min-quality"
+    )
+    p.add_argument("--in", dest="scope", metavar="PATH", help="only this note or folder")
+    p.add_argument("--json", action="store_true", help="one JSON object a hit")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("check", help="is an answer consistent with the vault? (exit 0: pass)")
+    p.add_argument("vault", nargs="?")
+    p.add_argument("--question", required=True, help="the question the answer answers")
+    p.add_argument("--answer", required=True, help="the answer to check against the notes")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    p.set_defaults(handler=cmd_check)
 
     p = sub.add_parser("import", help="chat exports (files, folders, zips) into Tier 1 notes")
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="export file, folder or .zip")

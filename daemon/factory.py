@@ -32,6 +32,7 @@ from aclarai.agents import (
     UsageCounters,
     Utterance,
     VectorIndex,
+    WordLlamaEmbedder,
     build_tool_factory,
 )
 from aclarai.agents.offline.evaluator import OfflineEvaluator
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from aclarai.daemon.workers.publisher import RemoteGrading
 
 QUEUE_FILE = "queue.sqlite"
+SEARCH_FILE = "search.sqlite"
+"""With Neo4j: the search index, beside the queue (the embedded store keeps it in its own file)."""
 LLM_ENDPOINTS_FILE = "llm-endpoints.json"
 """What each model endpoint accepts (output mode, context size), learned once and kept."""
 
@@ -89,6 +92,7 @@ def build_store(config: Config, state_dir: Path) -> GraphStore:
             n.database,
             max_attempts=n.max_attempts,
             timeout_s=n.timeout_s,
+            search_path=state_dir / SEARCH_FILE,
         )
     from aclarai.graph.sqlite import SqliteStore
 
@@ -246,6 +250,23 @@ def _remote_agents(
         closers=closers,
         remote=remote,
     )
+
+
+def build_search_embedder(
+    config: Config, state_dir: Path
+) -> tuple[Embedder | None, list[Callable[[], None]]]:
+    """The embedder of search's vectors (``search.vectors``), and what closes it: the
+    endpoint's ``model.embedding`` where one is set, else WordLlama from its wheel."""
+    if not config.search.vectors:
+        return None, []
+    if config.model.backend == "llm" and config.model.embedding:
+        client, _, _ = _llm_parts(config, state_dir)
+        cache = ResultCache(state_dir / "llm-cache.sqlite")
+        return OpenAIEmbedder(client, config.model.embedding, cache=cache), [
+            client.close,
+            cache.close,
+        ]
+    return WordLlamaEmbedder(), []
 
 
 def build_local_agents(

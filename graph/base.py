@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from aclarai.graph.search_index import IndexDrift, SearchDoc, SearchIndex, reconcile
 from aclarai.parsers import SCORE_NAMES, DailyQuality, NoteStats, named_scores
 
 KEY_SEPARATOR = "@"
@@ -68,6 +69,9 @@ class BlockRecord:
     moved_from: str | None = None
     """The key of a live block of another note that this one takes over, claims and scores
     included: its note was renamed or moved, or the block was cut and pasted here."""
+    about: str = ""
+    """Its note's title and aliases and the headings above it: what search reads beside its
+    text (:func:`~aclarai.parsers.block_about`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +254,37 @@ class GraphStore(ABC):
     """Blocks, claims, scored ``ORIGINATES_FROM`` edges and the files seen."""
 
     name: str = "abstract"
+    search: SearchIndex
+    """The words and vectors of the live blocks (:mod:`aclarai.graph.search_index`), written
+    by this store's own writes."""
+
+    def reconcile_search(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
+        """Make the search index mirror the live blocks and their claims; return what it mended.
+
+        Args:
+            docs: The live blocks as a parse of every note sees them, with what each is about;
+                ``None``: the store's blocks, each keeping the about the index holds.
+        """
+        wanted, claims = self._search_truth(docs)
+        return self.search.write(lambda conn: reconcile(conn, wanted, claims))
+
+    def search_drift(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
+        """How the search index differs from the live blocks and their claims (see
+        :meth:`reconcile_search`)."""
+        wanted, claims = self._search_truth(docs)
+        return self.search.drift(wanted, claims)
+
+    def _search_truth(
+        self, docs: Sequence[SearchDoc] | None
+    ) -> tuple[Sequence[SearchDoc], dict[str, list[str]]]:
+        if docs is None:
+            docs = [SearchDoc(b.id, b.file, b.hash, None, b.text) for b in self.live_blocks()]
+        claims = {
+            key: [c.text for c in found]
+            for key, found in self.claims_of_blocks(d.block_id for d in docs).items()
+            if found
+        }
+        return docs, claims
 
     @abstractmethod
     def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from aclarai.parsers import StoreError, utc_now
+
+if TYPE_CHECKING:
+    from aclarai.graph.search_index import SearchDoc
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -148,6 +152,44 @@ def m008_note_scoped_block_keys(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE blocks SET id = id || '@' || file")
 
 
+def m009_search_index(conn: sqlite3.Connection) -> None:
+    # Search (issue #37): the index tables, filled from the live blocks and their claims. The
+    # headings and aliases each block is about come with the next parse of its note.
+    from aclarai.graph.search_index import create_schema, reconcile
+
+    create_schema(conn)
+    reconcile(conn, live_search_docs(conn), live_claim_texts(conn))
+
+
+def live_search_docs(conn: sqlite3.Connection) -> list[SearchDoc]:
+    """The live blocks of an embedded store as the search index holds them (``about`` left to
+    the index: the store does not keep it)."""
+    from aclarai.graph.search_index import SearchDoc
+
+    rows = conn.execute(
+        "SELECT id, file, hash, text FROM blocks WHERE deleted_at IS NULL ORDER BY file, position"
+    )
+    return [SearchDoc(key, file, hash_, None, text) for key, file, hash_, text in rows]
+
+
+def live_claim_texts(
+    conn: sqlite3.Connection, block_ids: str | None = None
+) -> dict[str, list[str]]:
+    """Claim texts of live blocks (of the JSON list ``block_ids`` if given), in claim order."""
+    query = (
+        "SELECT e.block_id, c.text FROM edges e JOIN claims c ON c.id = e.claim_id "
+        "JOIN blocks b ON b.id = e.block_id WHERE b.deleted_at IS NULL"
+    )
+    params: tuple[str, ...] = ()
+    if block_ids is not None:
+        query += " AND e.block_id IN (SELECT value FROM json_each(?))"
+        params = (block_ids,)
+    texts: dict[str, list[str]] = {}
+    for block_id, text in conn.execute(query + " ORDER BY e.block_id, e.ordinal", params):
+        texts.setdefault(block_id, []).append(text)
+    return texts
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_files_and_blocks,
     m002_claims_and_edges,
@@ -157,6 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m006_edges_by_score_state,
     m007_drop_blocks_hash,
     m008_note_scoped_block_keys,
+    m009_search_index,
 )
 
 

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import neo4j
@@ -45,6 +46,13 @@ from aclarai.graph.base import (
     check_file_syncs,
     check_limit,
     key_block_id,
+)
+from aclarai.graph.search_index import (
+    SearchIndex,
+    drop_docs,
+    put_docs,
+    search_doc,
+    set_claims,
 )
 from aclarai.parsers import (
     SCORE_NAMES,
@@ -175,6 +183,7 @@ class Neo4jStore(GraphStore):
         *,
         max_attempts: int = 5,
         timeout_s: float = 30.0,
+        search_path: Path | None = None,
     ) -> None:
         """Connect, make sure the constraints and indexes exist and run the data migrations the
         database lacks (all idempotent).
@@ -186,6 +195,8 @@ class Neo4jStore(GraphStore):
             database: Database name.
             max_attempts: Attempts per call before a transient failure is raised.
             timeout_s: Connection, acquisition and transaction timeout.
+            search_path: The file of the search index (in the state folder); ``None`` keeps it
+                in memory, for this process only.
 
         Raises:
             StoreUnavailable: The server cannot be reached after ``max_attempts`` tries.
@@ -215,6 +226,7 @@ class Neo4jStore(GraphStore):
             for statement in cypher.SCHEMA:
                 self._schema(statement)
             self._migrate()
+            self.search = SearchIndex.open_file(search_path)
         except BaseException:
             self._driver.close()
             raise
@@ -347,6 +359,16 @@ class Neo4jStore(GraphStore):
             [_, [row]] = self._transaction("sync_files", steps)
         else:
             [row] = self._query("sync_files", statement, params, write=True)
+        # The index is written once the graph has committed: a crash between the two leaves a
+        # drift that ``status --verify`` reports and ``resync`` mends.
+        claims = self._claim_texts(listed)
+        docs = [search_doc(b) for sync in files for b in sync.blocks]
+        self.search.write(
+            lambda conn: (
+                drop_docs(conn, [m["source"] for m in moves]),
+                put_docs(conn, docs, claims),
+            )
+        )
         changed = set(row["changed"])
         removed: dict[str, list[tuple[int, str]]] = {}
         for file, position, block_id in row["removed"]:
@@ -403,6 +425,7 @@ class Neo4jStore(GraphStore):
             return 0
         params = {"ids": ids, "now": utc_now()}
         [row] = self._query("mark_deleted", cypher.MARK_DELETED, params, write=True)
+        self.search.write(lambda conn: drop_docs(conn, ids))
         return int(row["marked"])
 
     def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
@@ -435,6 +458,7 @@ class Neo4jStore(GraphStore):
         check_claims(claims_by_block)
         if claims_by_block:
             self._transaction("replace_claims", [_replace_claims_step(claims_by_block)])
+            self._index_claims([claims_by_block])
 
     def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
         """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
@@ -480,7 +504,20 @@ class Neo4jStore(GraphStore):
         if not steps:
             return [0] * len(grades)
         results = self._transaction("write_grades", steps)
+        self._index_claims([grade.claims for grade in grades])
         return [0 if step is None else int(results[step][0]["written"]) for step in scored]
+
+    def _claim_texts(self, block_ids: Iterable[str]) -> dict[str, list[str]]:
+        return {
+            key: [c.text for c in claims]
+            for key, claims in self.claims_of_blocks(block_ids).items()
+            if claims
+        }
+
+    def _index_claims(self, grades: Sequence[Mapping[str, Sequence[ClaimRecord]]]) -> None:
+        texts = {key: [c.text for c in claims] for grade in grades for key, claims in grade.items()}
+        if texts:
+            self.search.write(lambda conn: set_claims(conn, texts))
 
     def low_quality_claims(
         self,
@@ -544,6 +581,7 @@ class Neo4jStore(GraphStore):
 
     def close(self) -> None:
         self._driver.close()
+        self.search.close()
 
 
 @dataclass(frozen=True, slots=True)

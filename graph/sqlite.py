@@ -47,7 +47,23 @@ from aclarai.graph.base import (
     check_file_syncs,
     check_limit,
 )
-from aclarai.graph.migrations import ALL_SCORED, NULL_SCORED, migrate
+from aclarai.graph.migrations import (
+    ALL_SCORED,
+    NULL_SCORED,
+    live_claim_texts,
+    live_search_docs,
+    migrate,
+)
+from aclarai.graph.search_index import (
+    IndexDrift,
+    SearchDoc,
+    SearchIndex,
+    drop_docs,
+    put_docs,
+    reconcile,
+    search_doc,
+    set_claims,
+)
 from aclarai.parsers import (
     SCORE_NAMES,
     ClaimRef,
@@ -253,6 +269,7 @@ class SqliteStore(GraphStore):
         if applied:
             logger.info("%s: applied schema migrations %s", self.path, ", ".join(applied))
         self._conn = conn
+        self.search = SearchIndex(conn, self._lock)
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -345,6 +362,12 @@ class SqliteStore(GraphStore):
                 _UPSERT_FILE,
                 [(s.state.path, s.state.mtime_ns, s.state.size, s.state.sha256) for s in files],
             )
+            drop_docs(conn, moves)
+            put_docs(
+                conn,
+                [search_doc(b) for sync in files for b in sync.blocks],
+                live_claim_texts(conn, _json_list(listed)),
+            )
         return results
 
     def record_write(self, state: FileState, versions: Mapping[str, int]) -> None:
@@ -380,10 +403,12 @@ class SqliteStore(GraphStore):
 
     def mark_deleted(self, block_ids: Iterable[str]) -> int:
         with self._write("mark_deleted") as conn:
+            ids = _json_list(block_ids)
             cursor = conn.execute(
                 f"UPDATE blocks SET deleted_at = ? WHERE id {_IN_JSON} AND deleted_at IS NULL",
-                (utc_now(), _json_list(block_ids)),
+                (utc_now(), ids),
             )
+            drop_docs(conn, json.loads(ids))
             return cursor.rowcount
 
     def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
@@ -433,6 +458,7 @@ class SqliteStore(GraphStore):
         check_claims(claims_by_block)
         with self._write("replace_claims") as conn:
             _replace_claims(conn, claims_by_block)
+            _index_claims(conn, claims_by_block)
 
     def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
         """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
@@ -479,6 +505,7 @@ class SqliteStore(GraphStore):
             written = []
             for grade in grades:
                 _replace_claims(conn, grade.claims)
+                _index_claims(conn, grade.claims)
                 written.append(_write_scores(conn, grade.scores, now))
             return written
 
@@ -574,6 +601,20 @@ class SqliteStore(GraphStore):
                 )
         return StoreCounts(files, blocks, deleted, claims, scored, null_scores, low)
 
+    def reconcile_search(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
+        """Make the search index mirror the live blocks and their claims; ``docs`` (from a
+        parse of every note) also set what each block is about."""
+        with self._write("reconcile_search") as conn:
+            return reconcile(
+                conn, live_search_docs(conn) if docs is None else docs, live_claim_texts(conn)
+            )
+
+    def search_drift(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
+        with self._read("search_drift") as conn:
+            wanted = live_search_docs(conn) if docs is None else docs
+            claims = live_claim_texts(conn)
+        return self.search.drift(wanted, claims)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -625,6 +666,12 @@ def _moves(
             ):
                 moves[b.moved_from] = b.id
     return moves
+
+
+def _index_claims(
+    conn: sqlite3.Connection, claims_by_block: Mapping[str, Sequence[ClaimRecord]]
+) -> None:
+    set_claims(conn, {key: [c.text for c in claims] for key, claims in claims_by_block.items()})
 
 
 def _replace_claims(

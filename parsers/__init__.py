@@ -1,6 +1,7 @@
 """Pure text: the one grammar of ``aclarai:`` comments, Tier 1 blocks and their hashes, score
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
+from aclarai.parsers.about import block_about, note_title
 from aclarai.parsers.adopt import Adopted, adopt_note, unmarked_paragraphs
 from aclarai.parsers.blocks import NoteLayout, decode_note, parse_note, scan_note
 from aclarai.parsers.dashboard import (
@@ -90,6 +91,7 @@ __all__ = [
     "WriteConflict",
     "adopt_note",
     "apply_scores",
+    "block_about",
     "content_hash",
     "decode_note",
     "drop_emptied",
@@ -99,6 +101,7 @@ __all__ = [
     "line_kinds",
     "named_scores",
     "normalize_text",
+    "note_title",
     "parse_anchor",
     "parse_note",
     "prose_text",

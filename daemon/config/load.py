@@ -36,6 +36,7 @@ from aclarai.daemon.config.sections import (
     ModelSettings,
     ProcessingSettings,
     QueueSettings,
+    SearchSettings,
     ServiceSettings,
     StateSettings,
     ThresholdSettings,
@@ -100,6 +101,8 @@ class Config(BaseModel):
     """What the commands log, on standard error."""
     dashboard: DashboardSettings = DashboardSettings()
     """The dashboard note in the vault."""
+    search: SearchSettings = SearchSettings()
+    """``aclarai search`` and ``aclarai check``: the index of the vault's blocks."""
 
     _env: Mapping[str, str] = PrivateAttr(default_factory=dict)
 

@@ -392,6 +392,20 @@ class DashboardSettings(_Section):
         return rel.as_posix()
 
 
+class SearchSettings(_Section):
+    vectors: bool = True
+    """Search by meaning as well as by words: each block gets a vector, from the endpoint's
+    ``model.embedding`` where one is set, else from WordLlama (its weights ship in its wheel:
+    nothing is downloaded). False: words only."""
+    limit: int = Field(10, ge=1, le=100)
+    """Hits ``aclarai search``, the API and MCP give when the caller does not say."""
+    check_blocks: int = Field(5, ge=1, le=20)
+    """Blocks ``aclarai check`` gives the judges as the context of an answer."""
+    relevant_above: float = Field(0.3, ge=0, le=1)
+    """A block's relevance to a question (0..1) under which ``check`` does not cite it; with none
+    left, it says the vault has nothing on the question instead of judging the answer."""
+
+
 class ImportSettings(_Section):
     folder: str = "conversations/"
     """Where ``aclarai import`` writes one note per conversation, relative to the vault."""

@@ -19,6 +19,7 @@ from aclarai.daemon.config import AdoptSettings, Config
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
+    build_search_embedder,
     build_store,
     build_vault,
     consumer_processing,
@@ -30,6 +31,7 @@ from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.liveness import Liveness
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.reports.dashboard import DashboardWrite, graph_counts, refresh_dashboard
+from aclarai.daemon.search.vectors import SearchRefresh, refresh_search
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
@@ -37,7 +39,13 @@ from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.daemon.vault.writer import remove_stale_temp_files, sha256_bytes
 from aclarai.graph import DEFAULT_QUALITY_THRESHOLD, GraphStore, StoreCounts
-from aclarai.parsers import AclaraiError, StoreUnavailable, utc_now
+from aclarai.parsers import (
+    AclaraiError,
+    EvaluationError,
+    StoreError,
+    StoreUnavailable,
+    utc_now,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,8 @@ class ResyncSummary:
     """Why the model did nothing useful (unreachable, or every extraction or evaluation failed)."""
     imported: ImportReport | None = None
     """What the inbox drain before the pass imported, or would (``None``: no inbox)."""
+    search: SearchRefresh | None = None
+    """What the pass did to the search index (``None``: the store went away first)."""
 
     @property
     def ok(self) -> bool:
@@ -247,7 +257,9 @@ def resync(
             record.looked()
             record.stamp("stopped")
             dashboard = None
+            search = None
             if store_error is None:
+                search = _refresh_search(config, state_dir, store)
                 if model_error is None:
                     # A pass the model sat out did not bring the vault up to date.
                     queue.set_meta("last_resync", utc_now())
@@ -270,10 +282,28 @@ def resync(
                 dashboard=dashboard,
                 model_error=model_error,
                 imported=imported,
+                search=search,
             )
         finally:
             store.close()
             queue.close()
+
+
+def _refresh_search(config: Config, state_dir: Path, store: GraphStore) -> SearchRefresh | None:
+    """The index mended and embedded; a failure of either is one line, not the pass's."""
+    try:
+        embedder, closers = build_search_embedder(config, state_dir)
+    except AclaraiError as exc:
+        log.warning("search vectors off for this pass: %s", exc)
+        embedder, closers = None, []
+    try:
+        return refresh_search(store, embedder)
+    except (StoreError, EvaluationError) as exc:
+        log.warning("search index not refreshed: %s", exc)
+        return None
+    finally:
+        for close in closers:
+            close()
 
 
 def _dashboard(
@@ -353,6 +383,8 @@ def format_summary(summary: ResyncSummary) -> str:
     if summary.dashboard is not None:
         state = "written" if summary.dashboard.written else "unchanged"
         rows.append(("dashboard", f"{summary.dashboard.path} ({state})"))
+    if summary.search is not None and summary.search.embedded:
+        rows.append(("search: blocks embedded", summary.search.embedded))
     rows.append(("time", f"{summary.elapsed_s:.2f} s"))
     width = max(len(k) for k, _ in rows)
     if summary.imported is not None:

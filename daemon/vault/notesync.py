@@ -43,6 +43,7 @@ from aclarai.parsers import (
     ParsedNote,
     ParseError,
     ProblemKind,
+    block_about,
     scan_note,
     unmarked_paragraphs,
     utc_now,
@@ -108,10 +109,11 @@ class SyncedNote:
         return self.layout.note
 
 
-def block_records(rel: str, parsed: ParsedNote) -> list[BlockRecord]:
+def block_records(rel: str, layout: NoteLayout) -> list[BlockRecord]:
+    about = block_about(rel, layout)
     return [
-        BlockRecord(block_key(rel, b.id), rel, b.text, b.hash, b.version, i)
-        for i, b in enumerate(parsed.blocks)
+        BlockRecord(block_key(rel, b.id), rel, b.text, b.hash, b.version, i, about=about[b.id])
+        for i, b in enumerate(layout.note.blocks)
     ]
 
 
@@ -312,7 +314,7 @@ class NoteSync:
                 )
                 return synced
             # The store already holds these bytes: nothing to sync.
-            records = tuple(block_records(rel, layout.note))
+            records = tuple(block_records(rel, layout))
             return self._remember(SyncedNote(content, layout, records, seen=_stat(note)))
 
     def written(self, writes: Sequence[NoteWrite]) -> list[SyncedNote]:
@@ -484,7 +486,7 @@ class NoteSync:
         ``walked``: notes a walk found in step with the store."""
         if not batch:
             return []
-        every = {r.note.rel: block_records(r.note.rel, r.layout.note) for r in batch}
+        every = {r.note.rel: block_records(r.note.rel, r.layout) for r in batch}
         stored = self.store.get_blocks([b.id for records in every.values() for b in records])
         sources = self.moves.taken_over(every, stored, walked)
         stored.update((old.id, old) for old in sources.values())

@@ -82,8 +82,10 @@ def test_every_older_state_upgrades_on_open_and_keeps_its_rows(tmp_path: Path, d
         migrate(old, MIGRATIONS[:done])
         assert applied_migrations(old) == ALL_NAMES[:done]
         if "blocks" in _tables(old):
+            # Keys are note-scoped from m008 on.
+            key = "old-0@old.md" if done >= 8 else "old-0"
             old.execute(
-                "INSERT INTO blocks VALUES ('old-0', 'old.md', 'kept.', 'h', 3, 0, 't', NULL)"
+                f"INSERT INTO blocks VALUES ('{key}', 'old.md', 'kept.', 'h', 3, 0, 't', NULL)"
             )
     finally:
         old.close()
@@ -91,9 +93,13 @@ def test_every_older_state_upgrades_on_open_and_keeps_its_rows(tmp_path: Path, d
     with SqliteStore(path) as store:
         store.sync_files([note("a.md", "alpha.")])
         store.replace_claims({"a-0": [claim("c", "a-0")]})
-        # Every older state predates note-scoped keys: the old block is keyed by id and note.
+        # Every older state ends with note-scoped keys: the old block is keyed by id and note.
         blocks = store.get_blocks(["old-0@old.md", "a-0"])
         assert [c.id for c in store.claims_of_blocks(["a-0"])["a-0"]] == ["c"]
+        # m009 indexed the blocks the store held; the new ones are indexed as they are written.
+        found = store.search.match_words('"kept"', 5, weights=(1.0, 1.0, 1.0))
+        assert [m.block_id for m in found] == (["old-0@old.md"] if done >= 1 else [])
+        assert store.search.blocks(["a-0"])["a-0"].claims == (claim("c", "a-0").text,)
 
     assert ("old-0@old.md" in blocks) is (done >= 1)
     if done >= 1:

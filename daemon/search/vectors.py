@@ -1,0 +1,69 @@
+"""Vectors of the blocks the index holds, computed after their grades are written.
+
+A block's words are indexed in the transaction that writes its grades; its vector waits for
+:func:`embed_pending` (resync runs it at its end, the daemon after each take), so grading never
+waits on embeddings. Until then a search finds the block by its words and says how many blocks
+are not embedded yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aclarai.agents.embeddings import Embedder
+from aclarai.graph import GraphStore
+from aclarai.graph.search_index import IndexDrift, SearchIndex, vector_bytes
+
+logger = logging.getLogger(__name__)
+
+BATCH = 512
+
+
+def embed_pending(index: SearchIndex, embedder: Embedder, *, limit: int | None = None) -> int:
+    """Embed the blocks without a vector of ``embedder``, ``BATCH`` at a time; return how many.
+
+    Args:
+        limit: Stop after about this many (``None``: all of them).
+    """
+    done = 0
+    while limit is None or done < limit:
+        rows = index.unembedded(embedder.name, BATCH)
+        if not rows:
+            break
+        vectors = embedder.embed_batch([text for _, text in rows])
+        index.put_vectors(
+            embedder.name,
+            [(doc, blob) for (doc, _), blob in zip(rows, vector_bytes(vectors), strict=True)],
+        )
+        done += len(rows)
+        if len(rows) < BATCH:
+            break
+    if done:
+        logger.debug("embedded %d blocks with %s", done, embedder.name)
+    return done
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRefresh:
+    """What a pass did to the search index."""
+
+    mended: IndexDrift
+    """Rows the index lacked, held in excess, or held stale (0 after a crash-free run)."""
+    embedded: int
+    blocks: int
+
+
+def refresh_search(store: GraphStore, embedder: Embedder | None) -> SearchRefresh:
+    """Mend the index from the store (what a crash between a write and its index write could
+    leave, with Neo4j), then embed the blocks that lack a vector."""
+    mended = store.reconcile_search()
+    if mended.total:
+        logger.warning(
+            "search index: mended %d missing, %d extra and %d stale rows",
+            mended.missing,
+            mended.extra,
+            mended.stale,
+        )
+    embedded = embed_pending(store.search, embedder) if embedder is not None else 0
+    return SearchRefresh(mended, embedded, store.search.size())
