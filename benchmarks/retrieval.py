@@ -13,7 +13,8 @@ block (``MRR``):
 
 - ``overlap``: the baseline, plain IDF-weighted word overlap on the block text (no titles, no
   scores, no vectors);
-- ``words``: the index's BM25 alone (titles, headings and claims weighed in);
+- ``words``: the index alone, no vectors (BM25 finds the candidates; the share of the
+  question's words each holds, titles, headings, claims and nearby text included, ranks them);
 - ``vectors``: the block vectors alone;
 - ``hybrid``: both, without quality;
 - ``search``: what ``aclarai search`` does (hybrid, quality tipping the order).
@@ -170,7 +171,7 @@ def run_file(
                 }
                 variants = {
                     "words": replace(base, vectors=0.0, quality=0.0),
-                    "vectors": replace(base, words=0.0, quality=0.0),
+                    "vectors": replace(base, coverage=0.0, words=0.0, quality=0.0),
                     "hybrid": replace(base, quality=0.0),
                     "search": base,
                 }

@@ -72,6 +72,8 @@ class BlockRecord:
     about: str = ""
     """Its note's title and aliases and the headings above it: what search reads beside its
     text (:func:`~aclarai.parsers.block_about`)."""
+    nearby: str = ""
+    """The note's text near it that no block holds (a callout, a table), for search."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ One row per live block in ``search_docs``: its key, note, hash and what it is ab
 aliases, headings). Its words are in two FTS5 tables: ``search_words`` (``unicode61``, diacritics
 folded) for every block, and ``search_grams`` (``trigram``) for blocks with Chinese, Japanese or
 Korean text, which has no spaces between words for ``unicode61`` to split on. Each table has
-three columns: ``about``, ``body`` (the block as a reader sees it, :func:`reader_text`) and
-``claims`` (the texts of the claims it originates). ``search_vectors`` holds one int8 vector per
+four columns: ``about``, ``body`` (the block as a reader sees it, :func:`reader_text`),
+``claims`` (the texts of the claims it originates) and ``nearby`` (the note's text around it that
+no block holds: a callout, a table). ``search_vectors`` holds one int8 vector per
 block and model, dropped whenever the block's words change, so a missing row means "not embedded
 yet".
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from aclarai.graph.base import BlockRecord
 
 T = TypeVar("T")
+Weights = tuple[float, float, float, float]
+"""BM25 weights of the columns about, body, claims and nearby."""
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _IN_JSON = "IN (SELECT value FROM json_each(?))"
@@ -48,14 +51,15 @@ SCHEMA = (
         file TEXT NOT NULL,
         hash TEXT NOT NULL,
         about TEXT NOT NULL,
+        nearby TEXT NOT NULL,
         grams INTEGER NOT NULL
     )
     """,
     "CREATE INDEX IF NOT EXISTS search_docs_file ON search_docs (file)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_words USING fts5("
-    "about, body, claims, tokenize = 'unicode61 remove_diacritics 2')",
+    "about, body, claims, nearby, tokenize = 'unicode61 remove_diacritics 2')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_grams USING fts5("
-    "about, body, claims, tokenize = 'trigram')",
+    "about, body, claims, nearby, tokenize = 'trigram')",
     """
     CREATE TABLE IF NOT EXISTS search_vectors (
         doc INTEGER NOT NULL,
@@ -83,6 +87,9 @@ class SearchDoc:
     block new to it is about its note's title until its note is parsed."""
     text: str
     """Its Markdown, as the store holds it; the index keeps it rendered."""
+    nearby: str = ""
+    """The note's text around it that no block holds (a callout, a table), as a reader sees
+    it; left to the index with ``about``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,7 @@ class IndexedBlock:
     about: str
     body: str
     claims: tuple[str, ...]
+    nearby: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +127,7 @@ class IndexDrift:
 
 
 def search_doc(block: BlockRecord) -> SearchDoc:
-    return SearchDoc(block.id, block.file, block.hash, block.about, block.text)
+    return SearchDoc(block.id, block.file, block.hash, block.about, block.text, block.nearby)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
@@ -154,7 +162,7 @@ def put_docs(
     if not docs:
         return 0
     rows = conn.execute(
-        f"SELECT d.doc, d.block_id, d.file, d.hash, d.about, w.claims FROM search_docs d "
+        f"SELECT d.doc, d.block_id, d.file, d.hash, d.about, w.claims, d.nearby FROM search_docs d "
         f"JOIN search_words w ON w.rowid = d.doc WHERE d.block_id {_IN_JSON}",
         (_json_list(d.block_id for d in docs),),
     ).fetchall()
@@ -165,13 +173,13 @@ def put_docs(
         if (
             old is not None
             and (old[2], old[3]) == (doc.file, doc.hash)
-            and doc.about in (None, old[4])
+            and (doc.about is None or (doc.about, doc.nearby) == (old[4], old[6]))
         ):
             continue
         kept = old[5] if old is not None else CLAIM_SEPARATOR.join(claims.get(doc.block_id, ()))
         if old is not None:
             _delete(conn, [old[0]])
-        _insert(conn, doc, kept, old[4] if old is not None else None)
+        _insert(conn, doc, kept, (old[4], old[6]) if old is not None else None)
         written += 1
     if written:
         _bump(conn)
@@ -179,20 +187,28 @@ def put_docs(
 
 
 def _insert(
-    conn: sqlite3.Connection, doc: SearchDoc, claims: str, held_about: str | None = None
+    conn: sqlite3.Connection,
+    doc: SearchDoc,
+    claims: str,
+    held: tuple[str, str] | None = None,
 ) -> None:
-    about = doc.about if doc.about is not None else held_about or note_title(doc.file)
+    """Index ``doc``; ``held`` is the (about, nearby) the index had for it."""
+    if doc.about is not None:
+        about, nearby = doc.about, doc.nearby
+    else:
+        about, nearby = held or (note_title(doc.file), "")
     body = reader_text(doc.text)
-    grams = has_cjk(about) or has_cjk(body) or has_cjk(claims)
+    grams = any(has_cjk(text) for text in (about, body, claims, nearby))
     cursor = conn.execute(
-        "INSERT INTO search_docs (block_id, file, hash, about, grams) VALUES (?, ?, ?, ?, ?)",
-        (doc.block_id, doc.file, doc.hash, about, int(grams)),
+        "INSERT INTO search_docs (block_id, file, hash, about, nearby, grams) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (doc.block_id, doc.file, doc.hash, about, nearby, int(grams)),
     )
-    row = (cursor.lastrowid, about, body, claims)
-    conn.execute("INSERT INTO search_words (rowid, about, body, claims) VALUES (?, ?, ?, ?)", row)
-    if grams:
+    row = (cursor.lastrowid, about, body, claims, nearby)
+    for table in ("search_words", "search_grams") if grams else ("search_words",):
         conn.execute(
-            "INSERT INTO search_grams (rowid, about, body, claims) VALUES (?, ?, ?, ?)", row
+            f"INSERT INTO {table} (rowid, about, body, claims, nearby) VALUES (?, ?, ?, ?, ?)",
+            row,
         )
 
 
@@ -238,12 +254,13 @@ def set_claims(conn: sqlite3.Connection, claims: Mapping[str, Sequence[str]]) ->
         if grams:
             conn.execute("UPDATE search_grams SET claims = ? WHERE rowid = ?", (text, doc))
         elif has_cjk(text):
-            about, body = conn.execute(
-                "SELECT about, body FROM search_words WHERE rowid = ?", (doc,)
+            about, body, nearby = conn.execute(
+                "SELECT about, body, nearby FROM search_words WHERE rowid = ?", (doc,)
             ).fetchone()
             conn.execute(
-                "INSERT INTO search_grams (rowid, about, body, claims) VALUES (?, ?, ?, ?)",
-                (doc, about, body, text),
+                "INSERT INTO search_grams (rowid, about, body, claims, nearby) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (doc, about, body, text, nearby),
             )
             conn.execute("UPDATE search_docs SET grams = 1 WHERE doc = ?", (doc,))
         conn.execute("DELETE FROM search_vectors WHERE doc = ?", (doc,))
@@ -323,13 +340,13 @@ class SearchIndex:
             return result
 
     def match_words(
-        self, expression: str, limit: int, *, weights: tuple[float, float, float], scope: str = ""
+        self, expression: str, limit: int, *, weights: Weights, scope: str = ""
     ) -> list[WordMatch]:
         """Blocks matching an FTS5 ``expression`` over ``search_words``, best BM25 first."""
         return self._match("search_words", expression, limit, weights, scope)
 
     def match_grams(
-        self, expression: str, limit: int, *, weights: tuple[float, float, float], scope: str = ""
+        self, expression: str, limit: int, *, weights: Weights, scope: str = ""
     ) -> list[WordMatch]:
         """The same over ``search_grams`` (trigrams of CJK blocks)."""
         return self._match("search_grams", expression, limit, weights, scope)
@@ -339,12 +356,12 @@ class SearchIndex:
         table: str,
         expression: str,
         limit: int,
-        weights: tuple[float, float, float],
+        weights: Weights,
         scope: str,
     ) -> list[WordMatch]:
         where, params = _scope(scope)
         query = (
-            f"SELECT d.block_id, d.file, bm25({table}, ?, ?, ?) AS r FROM {table} "
+            f"SELECT d.block_id, d.file, bm25({table}, ?, ?, ?, ?) AS r FROM {table} "
             f"JOIN search_docs d ON d.doc = {table}.rowid "
             f"WHERE {table} MATCH ? {where} ORDER BY r LIMIT ?"
         )
@@ -356,13 +373,19 @@ class SearchIndex:
         """What the index holds of these blocks."""
         with self.reading() as conn:
             rows = conn.execute(
-                f"SELECT d.block_id, d.file, w.about, w.body, w.claims FROM search_docs d "
-                f"JOIN search_words w ON w.rowid = d.doc WHERE d.block_id {_IN_JSON}",
+                "SELECT d.block_id, d.file, w.about, w.body, w.claims, w.nearby "
+                "FROM search_docs d JOIN search_words w ON w.rowid = d.doc "
+                f"WHERE d.block_id {_IN_JSON}",
                 (_json_list(block_ids),),
             ).fetchall()
         return {
             row[0]: IndexedBlock(
-                row[0], row[1], row[2], row[3], tuple(c for c in row[4].split(CLAIM_SEPARATOR) if c)
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                tuple(c for c in row[4].split(CLAIM_SEPARATOR) if c),
+                row[5],
             )
             for row in rows
         }
@@ -438,7 +461,7 @@ class SearchIndex:
         """How the index differs from these live blocks and their claims."""
         with self.reading() as conn:
             rows = conn.execute(
-                "SELECT d.block_id, d.file, d.hash, d.about, w.claims FROM search_docs d "
+                "SELECT d.block_id, d.file, d.hash, d.about, w.claims, d.nearby FROM search_docs d "
                 "JOIN search_words w ON w.rowid = d.doc"
             ).fetchall()
         held = {row[0]: row[1:] for row in rows}
@@ -467,7 +490,7 @@ def reconcile(
     """Make the index hold exactly these live blocks with these claims, inside the caller's
     transaction; return what it fixed. Rows that already match keep their vectors."""
     rows = conn.execute(
-        "SELECT d.doc, d.block_id, d.file, d.hash, d.about, w.claims FROM search_docs d "
+        "SELECT d.doc, d.block_id, d.file, d.hash, d.about, w.claims, d.nearby FROM search_docs d "
         "JOIN search_words w ON w.rowid = d.doc"
     ).fetchall()
     held = {row[1]: row for row in rows}
@@ -484,18 +507,21 @@ def reconcile(
         else:
             stale += 1
             _delete(conn, [row[0]])
-        _insert(conn, doc, CLAIM_SEPARATOR.join(claims.get(key, ())), row[4] if row else None)
+        _insert(
+            conn, doc, CLAIM_SEPARATOR.join(claims.get(key, ())), (row[4], row[6]) if row else None
+        )
     if extra or missing or stale:
         _bump(conn)
     return IndexDrift(missing=missing, extra=len(extra), stale=stale)
 
 
 def _same(row: Sequence[str], doc: SearchDoc, claims: Sequence[str]) -> bool:
-    """Whether a held row's (file, hash, about, claims) is what ``doc`` and ``claims`` say."""
-    file, hash_, about, held_claims = row
+    """Whether a held row's (file, hash, about, claims, nearby) is what ``doc`` and ``claims``
+    say."""
+    file, hash_, about, held_claims, nearby = row
     return (
         (file, hash_) == (doc.file, doc.hash)
-        and (doc.about is None or doc.about == about)
+        and (doc.about is None or (doc.about, doc.nearby) == (about, nearby))
         and held_claims == CLAIM_SEPARATOR.join(claims)
     )
 

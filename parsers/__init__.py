@@ -1,7 +1,7 @@
 """Pure text: the one grammar of ``aclarai:`` comments, Tier 1 blocks and their hashes, score
 comment rewriting and sentence splitting. No files, no network, nothing of ours imported."""
 
-from aclarai.parsers.about import block_about, note_title
+from aclarai.parsers.about import BlockContext, block_about, note_title
 from aclarai.parsers.adopt import Adopted, adopt_note, unmarked_paragraphs
 from aclarai.parsers.blocks import NoteLayout, decode_note, parse_note, scan_note
 from aclarai.parsers.dashboard import (
@@ -62,6 +62,7 @@ __all__ = [
     "AclaraiError",
     "Adopted",
     "Block",
+    "BlockContext",
     "BrokerUnavailable",
     "ClaimRef",
     "CommentKind",

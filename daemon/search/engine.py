@@ -48,6 +48,7 @@ class Ranking:
     about: float = 2.0
     """BM25 weight of the title, aliases and headings against the block's own words (1)."""
     claims: float = 1.0
+    nearby: float = 0.5
     candidates: int = 60
 
 
@@ -176,7 +177,7 @@ class SearchEngine:
         """Each candidate's relevance, 0..1: the share of the query's words it holds (weighed
         by rarity), its BM25 against the best candidate's, and its cosine with the query."""
         r = self.ranking
-        weights = (r.about, 1.0, r.claims)
+        weights = (r.about, 1.0, r.claims, r.nearby)
         found: list[WordMatch] = []
         if parsed.words:
             found += self.index.match_words(
@@ -224,7 +225,7 @@ class SearchEngine:
         total = sum(idf.values()) or 1.0
         result = {}
         for key, block in self.index.blocks(keys).items():
-            text = " ".join((block.about, block.body, *block.claims))
+            text = " ".join((block.about, block.body, *block.claims, block.nearby))
             words = words_of(text)
             held = sum(idf[t] for t in parsed.word_terms if covers(words, t))
             folded = fold(text)

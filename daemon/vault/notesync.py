@@ -112,7 +112,16 @@ class SyncedNote:
 def block_records(rel: str, layout: NoteLayout) -> list[BlockRecord]:
     about = block_about(rel, layout)
     return [
-        BlockRecord(block_key(rel, b.id), rel, b.text, b.hash, b.version, i, about=about[b.id])
+        BlockRecord(
+            block_key(rel, b.id),
+            rel,
+            b.text,
+            b.hash,
+            b.version,
+            i,
+            about=about[b.id].about,
+            nearby=about[b.id].nearby,
+        )
         for i, b in enumerate(layout.note.blocks)
     ]
 
