@@ -128,12 +128,10 @@ class Overlap:
 
     def rank(self, query: str) -> list[tuple[str, str]]:
         words = set(_WORD.findall(query.lower()))
-        scored = [
-            (sum(self.idf.get(w, 0.0) for w in words & bw), f, b) for f, b, bw in self.blocks
-        ]
+        scored = [(sum(self.idf.get(w, 0.0) for w in words & bw), f, b) for f, b, bw in self.blocks]
         scored = [s for s in scored if s[0] > 0]
         scored.sort(key=lambda s: -s[0])
-        return [(f, b) for _, f, b in scored[:TOP * 4]]
+        return [(f, b) for _, f, b in scored[: TOP * 4]]
 
 
 def ranks(
@@ -204,8 +202,11 @@ def run_file(
                         tallies[key].setdefault("all answered", Tally())
                         if q.kind != "none":
                             tallies[key]["all answered"].add(note, block, top, in_blocks)
-                        if key == "search" and show and q.kind != "none" and (
-                            note is None or note >= TOP
+                        if (
+                            key == "search"
+                            and show
+                            and q.kind != "none"
+                            and (note is None or note >= TOP)
                         ):
                             show -= 1
                             print(f"  miss {q.id}: {q.question}\n    top: {ranked[:3]}")
