@@ -147,10 +147,7 @@ def _json_list(values: Iterable[str]) -> str:
 
 def _bump(conn: sqlite3.Connection) -> None:
     """Count a change of the vectors' rows, so a reader knows to reload them."""
-    conn.execute(
-        "INSERT INTO search_meta (key, value) VALUES ('vectors', 1) "
-        "ON CONFLICT (key) DO UPDATE SET value = value + 1"
-    )
+    _set_meta(conn, "vectors", _meta(conn, "vectors") + 1)
 
 
 def put_docs(
@@ -411,8 +408,13 @@ class SearchIndex:
 
     def vectors_version(self) -> int:
         with self.reading() as conn:
-            row = conn.execute("SELECT value FROM search_meta WHERE key = 'vectors'").fetchone()
-        return int(row[0]) if row else 0
+            return _meta(conn, "vectors")
+
+    def partial(self) -> bool:
+        """Whether some blocks were indexed without their note's parse (after an upgrade, or
+        a mend from the store alone): their titles, headings and nearby text wait for one."""
+        with self.reading() as conn:
+            return bool(_meta(conn, "partial"))
 
     def vectors(self, model: str, scope: str = "") -> tuple[list[str], np.ndarray, int]:
         """Block keys, their int8 vectors (one row each) and how many blocks in ``scope`` have
@@ -496,6 +498,7 @@ def reconcile(
     held = {row[1]: row for row in rows}
     wanted = {d.block_id: d for d in docs}
     extra = [row[0] for key, row in held.items() if key not in wanted]
+    partial = any(doc.about is None and doc.block_id not in held for doc in docs)
     _delete(conn, extra)
     missing = stale = 0
     for key, doc in wanted.items():
@@ -512,7 +515,26 @@ def reconcile(
         )
     if extra or missing or stale:
         _bump(conn)
+    # Blocks indexed without their note's parse are about their title alone until it comes.
+    _set_meta(conn, "partial", int(partial or (_meta(conn, "partial") and _any_unknown(docs))))
     return IndexDrift(missing=missing, extra=len(extra), stale=stale)
+
+
+def _any_unknown(docs: Sequence[SearchDoc]) -> bool:
+    return any(doc.about is None for doc in docs)
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> int:
+    row = conn.execute("SELECT value FROM search_meta WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: int) -> None:
+    conn.execute(
+        "INSERT INTO search_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 def _same(row: Sequence[str], doc: SearchDoc, claims: Sequence[str]) -> bool:

@@ -35,11 +35,12 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from aclarai.agents import Evaluator, UsageCounters
+from aclarai.agents import Embedder, Evaluator, UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import (
     build_agents,
     build_queue,
+    build_search_embedder,
     build_store,
     build_vault,
     consumer_processing,
@@ -59,6 +60,7 @@ from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watch_path import WatchPath
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.reports.dashboard import DashboardRefresher, graph_counts
+from aclarai.daemon.search.vectors import embed_pending
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
@@ -72,7 +74,7 @@ from aclarai.daemon.vault.control import (
 from aclarai.daemon.vault.lock import VaultLock
 from aclarai.daemon.vault.notesync import NoteSync
 from aclarai.daemon.vault.writer import remove_stale_temp_files
-from aclarai.parsers import AclaraiError, utc_now
+from aclarai.parsers import AclaraiError, EvaluationError, StoreError, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ SHUTDOWN_DEADLINE_S = 9.0
 """After the first signal the process is gone by then, finished or not (the queue keeps work)."""
 REQUESTS_EVERY_S = 0.3
 CONSUMER_IDLE_S = 1.0
+EMBED_PER_STEP = 2048
+"""Blocks embedded between two takes (WordLlama: well under a second)."""
 
 
 def run_daemon(
@@ -125,6 +129,7 @@ class _Daemon:
         self.queue = build_queue(config, state_dir)
         self.store = build_store(config, state_dir)
         self.agents = build_agents(config, state_dir, self.store)
+        self.search_embedder = _search_embedder(config, state_dir)
         self.usage = UsageRecorder(self.queue, self.agents.usage)
         self.own_writes = OwnWrites()
         self.pause = PauseSwitch(self.queue, state_dir)
@@ -161,6 +166,7 @@ class _Daemon:
         self._next_requests = 0.0
         self._was_paused = False
         self._handled: set[str] = set()
+        self._embed_due = True
         self.busy = False
 
     def _consumer(self, evaluator: Evaluator, *, reevaluate: bool) -> DirtyBlockConsumer:
@@ -275,9 +281,11 @@ class _Daemon:
                     try:
                         if self.consumer.drain(stop=self.stop) != DrainStats():
                             self.dashboard.mark()
+                            self._embed_due = True
                     finally:
                         self.drain_lock.release()
                 self.dashboard.maybe_write()
+                self._embed()
                 due = self.queue.next_due_in_s()
             except Exception as exc:
                 log.exception("consumer error; retrying in %.0f s", CONSUMER_IDLE_S)
@@ -286,6 +294,19 @@ class _Daemon:
             timeout = CONSUMER_IDLE_S if due is None else min(max(due, 0.05), CONSUMER_IDLE_S)
             self.wake.wait(timeout)
             self.wake.clear()
+
+    def _embed(self) -> None:
+        """Vectors for the blocks the last takes indexed, a batch between takes: grading never
+        waits on them, and a search meanwhile finds those blocks by their words."""
+        embedder, _ = self.search_embedder
+        if embedder is None or not self._embed_due or self.pause.is_paused():
+            return
+        try:
+            done = embed_pending(self.store.search, embedder, limit=EMBED_PER_STEP)
+        except (EvaluationError, StoreError) as exc:
+            log.warning("search vectors wait: %s", exc)
+            return
+        self._embed_due = done >= EMBED_PER_STEP
 
     def _scheduled_inbox(self) -> None:
         try:
@@ -446,9 +467,21 @@ class _Daemon:
         log.info("stopped")
 
     def close(self) -> None:
+        for close in self.search_embedder[1]:
+            close()
         self.agents.close()
         self.store.close()
         self.queue.close()
+
+
+def _search_embedder(
+    config: Config, state_dir: Path
+) -> tuple[Embedder | None, list[Callable[[], None]]]:
+    try:
+        return build_search_embedder(config, state_dir)
+    except AclaraiError as exc:
+        log.warning("search by words only: %s", exc)
+        return None, []
 
 
 def _grown(before: list[dict[str, int]], counters: list[UsageCounters]) -> dict[str, int]:

@@ -31,10 +31,12 @@ from aclarai.daemon.loop.consumer import DirtyBlockConsumer
 from aclarai.daemon.loop.liveness import Liveness
 from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.reports.dashboard import DashboardWrite, graph_counts, refresh_dashboard
+from aclarai.daemon.reports.verify import parsed_search_docs
 from aclarai.daemon.search.vectors import SearchRefresh, refresh_search
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import UsageRecorder
 from aclarai.daemon.vault.lock import ONE_SHOT_ROLE, VaultLock
+from aclarai.daemon.vault.notes import Vault
 from aclarai.daemon.vault.notesync import NoteSync, SyncReport
 from aclarai.daemon.vault.queue import Dirty, DurableQueue
 from aclarai.daemon.vault.writer import remove_stale_temp_files, sha256_bytes
@@ -259,7 +261,7 @@ def resync(
             dashboard = None
             search = None
             if store_error is None:
-                search = _refresh_search(config, state_dir, store)
+                search = _refresh_search(config, state_dir, store, vault)
                 if model_error is None:
                     # A pass the model sat out did not bring the vault up to date.
                     queue.set_meta("last_resync", utc_now())
@@ -289,7 +291,9 @@ def resync(
             queue.close()
 
 
-def _refresh_search(config: Config, state_dir: Path, store: GraphStore) -> SearchRefresh | None:
+def _refresh_search(
+    config: Config, state_dir: Path, store: GraphStore, vault: Vault
+) -> SearchRefresh | None:
     """The index mended and embedded; a failure of either is one line, not the pass's."""
     try:
         embedder, closers = build_search_embedder(config, state_dir)
@@ -297,7 +301,7 @@ def _refresh_search(config: Config, state_dir: Path, store: GraphStore) -> Searc
         log.warning("search vectors off for this pass: %s", exc)
         embedder, closers = None, []
     try:
-        return refresh_search(store, embedder)
+        return refresh_search(store, embedder, lambda: parsed_search_docs(vault, store))
     except (StoreError, EvaluationError) as exc:
         log.warning("search index not refreshed: %s", exc)
         return None

@@ -9,11 +9,12 @@ are not embedded yet.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aclarai.agents.embeddings import Embedder
 from aclarai.graph import GraphStore
-from aclarai.graph.search_index import IndexDrift, SearchIndex, vector_bytes
+from aclarai.graph.search_index import IndexDrift, SearchDoc, SearchIndex, vector_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +55,25 @@ class SearchRefresh:
     blocks: int
 
 
-def refresh_search(store: GraphStore, embedder: Embedder | None) -> SearchRefresh:
+def refresh_search(
+    store: GraphStore,
+    embedder: Embedder | None,
+    parsed: Callable[[], Sequence[SearchDoc]] | None = None,
+) -> SearchRefresh:
     """Mend the index from the store (what a crash between a write and its index write could
-    leave, with Neo4j), then embed the blocks that lack a vector."""
-    mended = store.reconcile_search()
+    leave, with Neo4j), then embed the blocks that lack a vector.
+
+    Args:
+        parsed: The live blocks with their context from a parse of every note
+            (:func:`~aclarai.daemon.reports.verify.parsed_search_docs`), asked for only when
+            the index needs it: it differed from the store, or holds blocks indexed without it.
+    """
+    if parsed is not None and store.search.partial():
+        mended = store.reconcile_search(parsed())
+    else:
+        mended = store.reconcile_search()
+        if mended.total and parsed is not None:
+            store.reconcile_search(parsed())
     if mended.total:
         logger.warning(
             "search index: mended %d missing, %d extra and %d stale rows",
