@@ -196,9 +196,10 @@ class SearchEngine:
             cosines = vectors.matrix @ self.embedder.embed(query[:2000])
             if scope:
                 inside = np.array([_in_scope(k, scope) for k in vectors.keys], dtype=bool)
-                cosines = np.where(inside, cosines, -1.0)
+                cosines = np.where(inside, cosines, -np.inf)
             for i in np.argsort(-cosines)[: r.candidates]:
-                cosine[vectors.keys[i]] = float(cosines[i])
+                if np.isfinite(cosines[i]):
+                    cosine[vectors.keys[i]] = float(cosines[i])
         keys = list(dict.fromkeys([*bm25, *cosine]))
         coverage = self._coverage(parsed, keys)
         span = max(r.cosine_full - r.cosine_zero, 1e-6)

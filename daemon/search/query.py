@@ -21,6 +21,8 @@ from aclarai.agents.offline.language import function_words, language_of
 MAX_QUERY_CHARS = 2000
 """Longer input is cut here: a question, not a document (a 100 KB query is read as its start)."""
 MAX_TERMS = 24
+MAX_WORD_CHARS = 64
+"""A longer run of letters is no word a note holds (a hash, a pasted blob): it is not asked."""
 
 _WORD = re.compile(r"\w+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -69,7 +71,7 @@ def index_query(text: str) -> IndexQuery:
     text = text[:MAX_QUERY_CHARS]
     cjk = _CJK_RUN.findall(text)
     rest = fold(_CJK_RUN.sub(" ", text))
-    words = _WORD.findall(rest)
+    words = [w for w in _WORD.findall(rest) if len(w) <= MAX_WORD_CHARS]
     skip = _skipped(language_of(rest)) if words else frozenset()
     terms = list(dict.fromkeys(w for w in words if w not in skip and (len(w) > 1 or w.isdigit())))
     if not terms:
