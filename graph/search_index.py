@@ -402,6 +402,20 @@ class SearchIndex:
                     )
         return found
 
+    def prefix_frequencies(self, stems: Sequence[str]) -> dict[str, int]:
+        """For each stem, ``stem*``: the blocks holding each word it starts, summed (an upper
+        bound of the blocks holding any)."""
+        found: dict[str, int] = {}
+        with self.reading() as conn:
+            for stem in stems:
+                (total,) = conn.execute(
+                    "SELECT coalesce(sum(doc), 0) FROM search_words_vocab "
+                    "WHERE term >= ? AND term < ?",
+                    (stem, stem + "\U0010ffff"),
+                ).fetchone()
+                found[stem + "*"] = int(total)
+        return found
+
     def size(self) -> int:
         with self.reading() as conn:
             return int(conn.execute("SELECT count(*) FROM search_docs").fetchone()[0])

@@ -388,7 +388,12 @@ def format_summary(summary: ResyncSummary) -> str:
         state = "written" if summary.dashboard.written else "unchanged"
         rows.append(("dashboard", f"{summary.dashboard.path} ({state})"))
     if summary.search is not None and summary.search.embedded:
-        rows.append(("search: blocks embedded", summary.search.embedded))
+        rows.append(
+            (
+                "search: blocks embedded",
+                f"{summary.search.embedded} ({summary.search.seconds:.2f} s)",
+            )
+        )
     rows.append(("time", f"{summary.elapsed_s:.2f} s"))
     width = max(len(k) for k, _ in rows)
     if summary.imported is not None:

@@ -19,13 +19,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aclarai.agents.embeddings import Embedder
-from aclarai.daemon.search.query import IndexQuery, covers, fold, index_query, words_of
+from aclarai.daemon.search.query import (
+    IndexQuery,
+    covers,
+    fold,
+    has_prefix,
+    index_query,
+    stem,
+    word_expression,
+    words_of,
+)
 from aclarai.graph import GraphStore, StoredClaim, claim_quality, key_block_id
 from aclarai.graph.search_index import SearchIndex, WordMatch
 from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores
 from aclarai.parsers.dashboard import wikilink_target
 
 MAX_LIMIT = 100
+COMMON_FLOOR = 200
+"""On a small vault every word is held by a large share of blocks: none is common below this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +61,9 @@ class Ranking:
     claims: float = 1.0
     nearby: float = 0.5
     candidates: int = 60
+    common: float = 0.05
+    """A word in more than this share of the blocks finds no candidates while the question has
+    rarer ones (see :func:`~aclarai.daemon.search.query.word_expression`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +175,10 @@ class SearchEngine:
         if parsed.empty and not query.strip():
             return SearchResult([], self.index.size(), vectors.missing, "the query is empty")
         relevance = self._relevance(query, parsed, vectors, where.scope)
+        if where.min_quality is None and where.include_null is not False:
+            # Quality moves a block by 15% at most: the rest cannot reach the top.
+            kept = sorted(relevance, key=relevance.__getitem__, reverse=True)[: limit * 3]
+            relevance = {key: relevance[key] for key in kept}
         hits = self._hits(relevance, parsed, where)
         hits.sort(key=lambda h: -self._ranked(h))
         hits = hits[:limit]
@@ -178,11 +196,17 @@ class SearchEngine:
         by rarity), its BM25 against the best candidate's, and its cosine with the query."""
         r = self.ranking
         weights = (r.about, 1.0, r.claims, r.nearby)
+        n = max(self.index.size(), 1)
+        frequencies = self.index.document_frequencies(parsed.word_terms, parsed.gram_terms)
         found: list[WordMatch] = []
-        if parsed.words:
-            found += self.index.match_words(
-                parsed.words, r.candidates, weights=weights, scope=scope
+        if parsed.word_terms:
+            stems = [stem(t) for t in parsed.word_terms if has_prefix(t)]
+            expression = word_expression(
+                parsed.word_terms,
+                {**frequencies, **self.index.prefix_frequencies(stems)},
+                max(COMMON_FLOOR, int(n * r.common)),
             )
+            found += self.index.match_words(expression, r.candidates, weights=weights, scope=scope)
         if parsed.grams:
             found += self.index.match_grams(
                 parsed.grams, r.candidates, weights=weights, scope=scope
@@ -197,11 +221,13 @@ class SearchEngine:
             if scope:
                 inside = np.array([_in_scope(k, scope) for k in vectors.keys], dtype=bool)
                 cosines = np.where(inside, cosines, -np.inf)
-            for i in np.argsort(-cosines)[: r.candidates]:
+            take = min(r.candidates, len(cosines))
+            top = np.argpartition(-cosines, take - 1)[:take]
+            for i in top[np.argsort(-cosines[top])]:
                 if np.isfinite(cosines[i]):
                     cosine[vectors.keys[i]] = float(cosines[i])
         keys = list(dict.fromkeys([*bm25, *cosine]))
-        coverage = self._coverage(parsed, keys)
+        coverage = self._coverage(parsed, keys, frequencies, n)
         span = max(r.cosine_full - r.cosine_zero, 1e-6)
         relevance = {}
         for key in keys:
@@ -213,13 +239,13 @@ class SearchEngine:
             relevance[key] = value / (r.coverage + r.words + r.vectors)
         return relevance
 
-    def _coverage(self, parsed: IndexQuery, keys: Sequence[str]) -> dict[str, float]:
+    def _coverage(
+        self, parsed: IndexQuery, keys: Sequence[str], df: Mapping[str, int], n: int
+    ) -> dict[str, float]:
         """Per block, the rarity-weighted share of the query's terms it holds."""
         terms = [*parsed.word_terms, *parsed.gram_terms]
         if not terms or not keys:
             return {}
-        df = self.index.document_frequencies(parsed.word_terms, parsed.gram_terms)
-        n = max(self.index.size(), 1)
         # A term no block holds weighs as the rarest: a question about what the vault lacks
         # covers little of itself.
         idf = {t: math.log((n + 1) / (df.get(t, 0) + 0.5)) for t in terms}

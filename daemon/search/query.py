@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,6 +28,8 @@ MAX_WORD_CHARS = 64
 _WORD = re.compile(r"\w+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _PREFIX_FROM = 6
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+"""The combining marks NFKD splits accents into (Latin, Greek, Cyrillic …)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +50,9 @@ class IndexQuery:
 
 def fold(text: str) -> str:
     """Lowercased, accents dropped: what ``unicode61 remove_diacritics 2`` makes of words."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    if text.isascii():
+        return text.lower()
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text.lower()))
 
 
 def words_of(text: str) -> set[str]:
@@ -60,10 +64,10 @@ def covers(words: set[str], term: str) -> bool:
     """Whether a block of these words holds ``term``, as its query expression matches."""
     if term in words:
         return True
-    if len(term) < _PREFIX_FROM or term.isdigit():
+    if not has_prefix(term):
         return False
-    stem = _stem(term)
-    return any(w.startswith(stem) for w in words)
+    start = stem(term)
+    return any(w.startswith(start) for w in words)
 
 
 def index_query(text: str) -> IndexQuery:
@@ -87,6 +91,39 @@ def index_query(text: str) -> IndexQuery:
     )
 
 
+def word_expression(terms: Sequence[str], frequencies: Mapping[str, int], most: int) -> str:
+    """The FTS5 expression that finds a question's candidates without ranking every block that
+    holds one of its commonest words (on a large vault, most of a search's time).
+
+    Args:
+        terms: The question's words (:attr:`IndexQuery.word_terms`).
+        frequencies: Blocks holding each word, and each stem's ``stem*`` (all words it starts).
+        most: A word held by more blocks is common.
+
+    Returns:
+        The words held by at most ``most`` blocks, each with its stem unless the stem is common,
+        OR'd; when every word is common, the three rarest AND'd (they still rank the blocks that
+        hold them all); empty for no terms.
+    """
+    parts = []
+    for term in terms:
+        if frequencies.get(term, 0) > most:
+            continue
+        if has_prefix(term) and frequencies.get(stem(term) + "*", 0) <= most:
+            parts.append(f"({_quote(term)} OR {_quote(stem(term))}*)")
+        else:
+            parts.append(_quote(term))
+    if parts:
+        return " OR ".join(parts)
+    rarest = sorted(terms, key=lambda t: frequencies.get(t, 0))[:3]
+    return " AND ".join(_quote(t) for t in rarest)
+
+
+def has_prefix(word: str) -> bool:
+    """Whether a query word also matches the words its stem starts (long words, not numbers)."""
+    return len(word) >= _PREFIX_FROM and not word.isdigit()
+
+
 @lru_cache(maxsize=16)
 def _skipped(lang: str) -> frozenset[str]:
     return frozenset(fold(w) for w in STOPWORDS | function_words(lang))
@@ -100,12 +137,13 @@ def _trigrams(run: str) -> list[str]:
 
 
 def _term(word: str) -> str:
-    if len(word) >= _PREFIX_FROM and not word.isdigit():
-        return f"({_quote(word)} OR {_quote(_stem(word))}*)"
+    if has_prefix(word):
+        return f"({_quote(word)} OR {_quote(stem(word))}*)"
     return _quote(word)
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """The first letters a long query word also matches as a prefix."""
     return word[: max(5, len(word) - 3)]
 
 

@@ -9,6 +9,7 @@ are not embedded yet.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,8 @@ class SearchRefresh:
     """Rows the index lacked, held in excess, or held stale (0 after a crash-free run)."""
     embedded: int
     blocks: int
+    seconds: float
+    """How long mending and embedding took (the pass's time includes it)."""
 
 
 def refresh_search(
@@ -68,6 +71,7 @@ def refresh_search(
             (:func:`~aclarai.daemon.reports.verify.parsed_search_docs`), asked for only when
             the index needs it: it differed from the store, or holds blocks indexed without it.
     """
+    started = time.perf_counter()
     if parsed is not None and store.search.partial():
         mended = store.reconcile_search(parsed())
     else:
@@ -82,4 +86,4 @@ def refresh_search(
             mended.stale,
         )
     embedded = embed_pending(store.search, embedder) if embedder is not None else 0
-    return SearchRefresh(mended, embedded, store.search.size())
+    return SearchRefresh(mended, embedded, store.search.size(), time.perf_counter() - started)

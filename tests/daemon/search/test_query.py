@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclarai.daemon.search.query import MAX_QUERY_CHARS, MAX_TERMS, covers, index_query, words_of
+from aclarai.daemon.search.query import (
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    covers,
+    index_query,
+    word_expression,
+    words_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +71,19 @@ def test_a_huge_query_is_read_as_its_start() -> None:
     assert index_query("x" * (MAX_QUERY_CHARS * 3)).empty, "no note holds such a word"
     many = index_query(" ".join(f"w{i}ord" for i in range(5000)))
     assert len(many.word_terms) == MAX_TERMS
+
+
+def test_common_words_find_no_candidates_while_rarer_ones_do() -> None:
+    terms = ("billing", "delayed", "frankfurt")
+    frequencies = {"billing": 900, "delayed": 40, "delay*": 60, "frankfurt": 3}
+    assert word_expression(terms, frequencies, most=100) == (
+        '("delayed" OR "delay"*) OR "frankfurt"'
+    )
+    # A stem that is itself common leaves its word alone.
+    assert word_expression(("delayed",), {"delayed": 40, "delay*": 500}, most=100) == '"delayed"'
+
+
+def test_a_question_of_common_words_only_asks_the_rarest_three_together() -> None:
+    terms = ("the", "deploy", "failed", "tuesday", "build")
+    frequencies = {"the": 9000, "deploy": 500, "failed": 700, "tuesday": 300, "build": 800}
+    assert word_expression(terms, frequencies, most=100) == '"tuesday" AND "deploy" AND "failed"'
