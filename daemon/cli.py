@@ -299,6 +299,8 @@ def cmd_install_service(args: argparse.Namespace, config: Config) -> int:
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from aclarai.daemon.service.api import serve
 
+    if args.vault:
+        config = config.with_overrides({"vault.path": str(Path(args.vault).expanduser())})
     serve(config, host=args.host, port=args.port, allow_no_token=args.insecure_no_token)
     return 0
 
@@ -567,6 +569,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="address to bind (default service.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default service.port, 18081)")
     p.add_argument("--backend", choices=["offline", "llm"], help="evaluator (model.backend)")
+    p.add_argument(
+        "--vault",
+        metavar="PATH",
+        help="the synced vault /api/v1/search and /api/v1/check use (default: vault.path)",
+    )
     p.add_argument(
         "--insecure-no-token",
         action="store_true",

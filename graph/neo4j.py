@@ -19,6 +19,7 @@ keep the driver's exception as ``__cause__``.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ from aclarai.graph.base import (
 )
 from aclarai.graph.search_index import (
     SearchIndex,
+    begin_write,
     drop_docs,
+    end_write,
     put_docs,
     search_doc,
     set_claims,
@@ -354,16 +357,15 @@ class Neo4jStore(GraphStore):
         statement = cypher.SYNC_FILES if blocks else cypher.SYNC_FILES_WITHOUT_BLOCKS
         listed = {b["id"] for b in blocks}
         moves = _move_rows(files, listed)
+        self.search.write(begin_write)
         if moves:
             steps = [_Step(cypher.MOVE_BLOCKS, {"moves": moves}), _Step(statement, params)]
             [_, [row]] = self._transaction("sync_files", steps)
         else:
             [row] = self._query("sync_files", statement, params, write=True)
-        # The index is written once the graph has committed: a crash between the two leaves a
-        # drift that ``status --verify`` reports and ``resync`` mends.
         claims = self._claim_texts(listed)
         docs = [search_doc(b) for sync in files for b in sync.blocks]
-        self.search.write(
+        self._follow(
             lambda conn: (
                 drop_docs(conn, [m["source"] for m in moves]),
                 put_docs(conn, docs, claims),
@@ -424,8 +426,9 @@ class Neo4jStore(GraphStore):
         if not ids:
             return 0
         params = {"ids": ids, "now": utc_now()}
+        self.search.write(begin_write)
         [row] = self._query("mark_deleted", cypher.MARK_DELETED, params, write=True)
-        self.search.write(lambda conn: drop_docs(conn, ids))
+        self._follow(lambda conn: drop_docs(conn, ids))
         return int(row["marked"])
 
     def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
@@ -457,6 +460,7 @@ class Neo4jStore(GraphStore):
         """
         check_claims(claims_by_block)
         if claims_by_block:
+            self.search.write(begin_write)
             self._transaction("replace_claims", [_replace_claims_step(claims_by_block)])
             self._index_claims([claims_by_block])
 
@@ -503,6 +507,7 @@ class Neo4jStore(GraphStore):
                 steps.append(_write_scores_step(grade.scores, now))
         if not steps:
             return [0] * len(grades)
+        self.search.write(begin_write)
         results = self._transaction("write_grades", steps)
         self._index_claims([grade.claims for grade in grades])
         return [0 if step is None else int(results[step][0]["written"]) for step in scored]
@@ -516,8 +521,17 @@ class Neo4jStore(GraphStore):
 
     def _index_claims(self, grades: Sequence[Mapping[str, Sequence[ClaimRecord]]]) -> None:
         texts = {key: [c.text for c in claims] for grade in grades for key, claims in grade.items()}
-        if texts:
-            self.search.write(lambda conn: set_claims(conn, texts))
+        self._follow(lambda conn: set_claims(conn, texts))
+
+    def _follow(self, work: Callable[[sqlite3.Connection], object]) -> None:
+        """The index's half of a write whose graph half has committed (``begin_write`` counted
+        it before): a crash between the two leaves the count up, for ``resync`` to mend."""
+
+        def follow(conn: sqlite3.Connection) -> None:
+            work(conn)
+            end_write(conn)
+
+        self.search.write(follow)
 
     def low_quality_claims(
         self,

@@ -19,6 +19,7 @@ reconciles it with the store (:func:`reconcile`) and ``status --verify`` reports
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
@@ -140,8 +141,6 @@ def has_cjk(text: str) -> bool:
 
 
 def _json_list(values: Iterable[str]) -> str:
-    import json
-
     return json.dumps(list(values))
 
 
@@ -424,6 +423,11 @@ class SearchIndex:
         with self.reading() as conn:
             return _meta(conn, "vectors")
 
+    def pending(self) -> bool:
+        """Whether a store write began whose index write did not follow (a crash between)."""
+        with self.reading() as conn:
+            return bool(_meta(conn, "pending"))
+
     def partial(self) -> bool:
         """Whether some blocks were indexed without their note's parse (after an upgrade, or
         a mend from the store alone): their titles, headings and nearby text wait for one."""
@@ -449,16 +453,29 @@ class SearchIndex:
         matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.int8)
         return [row[0] for row in rows], matrix.reshape(len(rows), -1), int(total) - len(rows)
 
-    def unembedded(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` blocks without a vector of ``model``: (row, text to embed)."""
+    def unembedded(self, model: str, limit: int, after: int = 0) -> list[tuple[int, str]]:
+        """Up to ``limit`` blocks without a vector of ``model``, in row order after the row
+        ``after``: (row, text to embed)."""
         with self.reading() as conn:
-            rows = conn.execute(
-                "SELECT d.doc, w.about, w.body, w.claims FROM search_docs d "
-                "JOIN search_words w ON w.rowid = d.doc WHERE NOT EXISTS (SELECT 1 FROM "
-                "search_vectors v WHERE v.doc = d.doc AND v.model = ?) ORDER BY d.doc LIMIT ?",
-                (model, limit),
-            ).fetchall()
-        return [(doc, embedding_text(about, body, claims)) for doc, about, body, claims in rows]
+            # The rows first, then their words: joined in one statement, SQLite scans the FTS
+            # table for every row.
+            docs = [
+                doc
+                for (doc,) in conn.execute(
+                    "SELECT d.doc FROM search_docs d WHERE d.doc > ? AND NOT EXISTS (SELECT 1 "
+                    "FROM search_vectors v WHERE v.doc = d.doc AND v.model = ?) "
+                    "ORDER BY d.doc LIMIT ?",
+                    (after, model, limit),
+                )
+            ]
+            texts = {
+                doc: embedding_text(about, body, claims)
+                for doc, about, body, claims in conn.execute(
+                    f"SELECT rowid, about, body, claims FROM search_words WHERE rowid {_IN_JSON}",
+                    (json.dumps(docs),),
+                )
+            }
+        return [(doc, texts[doc]) for doc in docs if doc in texts]
 
     def put_vectors(self, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
         """Store vectors of rows that still exist (a row changed meanwhile is skipped)."""
@@ -531,7 +548,18 @@ def reconcile(
         _bump(conn)
     # Blocks indexed without their note's parse are about their title alone until it comes.
     _set_meta(conn, "partial", int(partial or (_meta(conn, "partial") and _any_unknown(docs))))
+    _set_meta(conn, "pending", 0)
     return IndexDrift(missing=missing, extra=len(extra), stale=stale)
+
+
+def begin_write(conn: sqlite3.Connection) -> None:
+    """Count a write of the store that the index will follow in a later transaction (Neo4j's):
+    until :func:`end_write` a crash leaves the count up, and the next ``resync`` reconciles."""
+    _set_meta(conn, "pending", _meta(conn, "pending") + 1)
+
+
+def end_write(conn: sqlite3.Connection) -> None:
+    _set_meta(conn, "pending", max(0, _meta(conn, "pending") - 1))
 
 
 def _any_unknown(docs: Sequence[SearchDoc]) -> bool:

@@ -261,7 +261,9 @@ def resync(
             dashboard = None
             search = None
             if store_error is None:
-                search = _refresh_search(config, state_dir, store, vault)
+                search = _refresh_search(
+                    config, state_dir, store, vault, counts.blocks if counts else None
+                )
                 if model_error is None:
                     # A pass the model sat out did not bring the vault up to date.
                     queue.set_meta("last_resync", utc_now())
@@ -292,7 +294,7 @@ def resync(
 
 
 def _refresh_search(
-    config: Config, state_dir: Path, store: GraphStore, vault: Vault
+    config: Config, state_dir: Path, store: GraphStore, vault: Vault, live_blocks: int | None
 ) -> SearchRefresh | None:
     """The index mended and embedded; a failure of either is one line, not the pass's."""
     try:
@@ -301,7 +303,9 @@ def _refresh_search(
         log.warning("search vectors off for this pass: %s", exc)
         embedder, closers = None, []
     try:
-        return refresh_search(store, embedder, lambda: parsed_search_docs(vault, store))
+        return refresh_search(
+            store, embedder, lambda: parsed_search_docs(vault, store), live_blocks
+        )
     except (StoreError, EvaluationError) as exc:
         log.warning("search index not refreshed: %s", exc)
         return None

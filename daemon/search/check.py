@@ -65,9 +65,7 @@ def check_answer(vault: VaultSearch, core: ServiceCore, question: str, answer: s
             raise AclaraiError(
                 f"the {name} is too long: {len(text)} characters, at most {MAX_TEXT_CHARS}"
             )
-    settings = vault.config.search
-    found = vault.search(f"{question}\n{answer}", limit=max(settings.check_blocks * 2, 10))
-    cited = [h for h in found.hits if h.score >= settings.relevant_above][: settings.check_blocks]
+    cited = relevant_blocks(vault, f"{question}\n{answer}")
     if not cited:
         return CheckResult("no_evidence", None, NO_EVIDENCE, [], None)
     request = EvaluateRequest(
@@ -80,6 +78,14 @@ def check_answer(vault: VaultSearch, core: ServiceCore, question: str, answer: s
     )
     response = core.evaluate(request)
     return CheckResult(response.verdict, response.confidence, response.reason, cited, response)
+
+
+def relevant_blocks(vault: VaultSearch, text: str) -> list[SearchHit]:
+    """The vault's blocks relevant enough to judge ``text`` by: at most ``search.check_blocks``,
+    each of relevance ``search.relevant_above`` or more."""
+    settings = vault.config.search
+    hits = vault.search(text, limit=max(settings.check_blocks * 2, 10)).hits
+    return [h for h in hits if h.score >= settings.relevant_above][: settings.check_blocks]
 
 
 def _citation(hit: SearchHit) -> dict[str, Any]:

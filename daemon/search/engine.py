@@ -160,9 +160,14 @@ class SearchEngine:
         self._lock = threading.Lock()
 
     def search(
-        self, query: str, *, limit: int = 10, where: SearchFilter = SearchFilter()
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        where: SearchFilter = SearchFilter(),
+        vectors: bool = True,
     ) -> SearchResult:
-        """The blocks that answer ``query``, best first.
+        """The blocks that answer ``query``, best first (by words only without ``vectors``).
 
         Raises:
             AclaraiError: ``limit`` is out of 1..100.
@@ -171,10 +176,10 @@ class SearchEngine:
         if not 1 <= limit <= MAX_LIMIT:
             raise AclaraiError(f"limit must be 1 to {MAX_LIMIT}, not {limit}")
         parsed = index_query(query)
-        vectors = self._load_vectors()
+        loaded = self._load_vectors() if vectors else _Vectors()
         if parsed.empty and not query.strip():
-            return SearchResult([], self.index.size(), vectors.missing, "the query is empty")
-        relevance = self._relevance(query, parsed, vectors, where.scope)
+            return SearchResult([], self.index.size(), loaded.missing, "the query is empty")
+        relevance = self._relevance(query, parsed, loaded, where.scope)
         if where.min_quality is None and where.include_null is not False:
             # Quality moves a block by 15% at most: the rest cannot reach the top.
             kept = sorted(relevance, key=relevance.__getitem__, reverse=True)[: limit * 3]
@@ -183,7 +188,7 @@ class SearchEngine:
         hits.sort(key=lambda h: -self._ranked(h))
         hits = hits[:limit]
         note = "" if hits else "nothing in the vault matches"
-        return SearchResult(hits, self.index.size(), vectors.missing, note)
+        return SearchResult(hits, self.index.size(), loaded.missing, note)
 
     def _ranked(self, hit: SearchHit) -> float:
         quality = hit.quality if hit.quality is not None else 0.5

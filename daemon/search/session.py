@@ -53,11 +53,7 @@ class VaultSearch:
             return self.engine.search(query, limit=limit, where=where)
         except EvaluationError as exc:
             logger.warning("searching by words only: %s", exc)
-            embedder, self.engine.embedder = self.engine.embedder, None
-            try:
-                return self.engine.search(query, limit=limit, where=where)
-            finally:
-                self.engine.embedder = embedder
+            return self.engine.search(query, limit=limit, where=where, vectors=False)
 
     def close(self) -> None:
         for close in reversed(self._closers):

@@ -19,7 +19,7 @@ from aclarai.graph.search_index import IndexDrift, SearchDoc, SearchIndex, vecto
 
 logger = logging.getLogger(__name__)
 
-BATCH = 512
+BATCH = 1024
 
 
 def embed_pending(index: SearchIndex, embedder: Embedder, *, limit: int | None = None) -> int:
@@ -29,10 +29,12 @@ def embed_pending(index: SearchIndex, embedder: Embedder, *, limit: int | None =
         limit: Stop after about this many (``None``: all of them).
     """
     done = 0
+    after = 0
     while limit is None or done < limit:
-        rows = index.unembedded(embedder.name, BATCH)
+        rows = index.unembedded(embedder.name, BATCH, after)
         if not rows:
             break
+        after = rows[-1][0]
         vectors = embedder.embed_batch([text for _, text in rows])
         index.put_vectors(
             embedder.name,
@@ -62,19 +64,28 @@ def refresh_search(
     store: GraphStore,
     embedder: Embedder | None,
     parsed: Callable[[], Sequence[SearchDoc]] | None = None,
+    live_blocks: int | None = None,
 ) -> SearchRefresh:
-    """Mend the index from the store (what a crash between a write and its index write could
-    leave, with Neo4j), then embed the blocks that lack a vector.
+    """Mend the index where it may differ from the store, then embed the blocks that lack a
+    vector.
+
+    The index is reconciled (every row read against the store) only when a sign says it may
+    differ: a store write whose index write did not follow (a crash between, with Neo4j),
+    blocks indexed without their note's parse (after an upgrade), or a count of rows that is not
+    ``live_blocks``. ``status --verify`` compares everything.
 
     Args:
         parsed: The live blocks with their context from a parse of every note
             (:func:`~aclarai.daemon.reports.verify.parsed_search_docs`), asked for only when
-            the index needs it: it differed from the store, or holds blocks indexed without it.
+            the index needs it.
+        live_blocks: The store's live blocks, when the caller counted them.
     """
     started = time.perf_counter()
-    if parsed is not None and store.search.partial():
+    index = store.search
+    mended = IndexDrift(0, 0, 0)
+    if parsed is not None and index.partial():
         mended = store.reconcile_search(parsed())
-    else:
+    elif index.pending() or (live_blocks is not None and index.size() != live_blocks):
         mended = store.reconcile_search()
         if mended.total and parsed is not None:
             store.reconcile_search(parsed())
@@ -85,5 +96,5 @@ def refresh_search(
             mended.extra,
             mended.stale,
         )
-    embedded = embed_pending(store.search, embedder) if embedder is not None else 0
-    return SearchRefresh(mended, embedded, store.search.size(), time.perf_counter() - started)
+    embedded = embed_pending(index, embedder) if embedder is not None else 0
+    return SearchRefresh(mended, embedded, index.size(), time.perf_counter() - started)

@@ -1,12 +1,18 @@
 """The HTTP API of the evaluation service (``aclarai serve``).
 
 Routes, all JSON: ``GET /api/v1/health``, ``POST /api/v1/evaluate`` (verdict on an agent's answer),
-``POST /api/v1/nli`` (the NLI QA pipeline) and ``POST /api/v1/verify`` (``verify_claims``); the
-OpenAPI schema is at ``/openapi.json``. Bad input is always a 4xx naming the field: 400 for a body
-that is not JSON, 413 for a body over ``service.max_body_bytes`` (counted before anything parses
-it), 415 for a body declared as something other than JSON, 422 for missing fields and wrong types,
-401 without the bearer token when one is configured.
-The handlers are plain functions, so FastAPI runs the blocking core in its worker threads.
+``POST /api/v1/nli`` (the NLI QA pipeline), ``POST /api/v1/verify`` (``verify_claims``), and over
+the vault the service was started with: ``GET /api/v1/search`` (its graded blocks that answer a
+query, as ``aclarai search --json``) and ``POST /api/v1/check`` (is an answer consistent with it,
+as ``aclarai check --json``). The OpenAPI schema is at ``/openapi.json``. Bad input is always a
+4xx naming the field: 400 for a body that is not JSON, 413 for a body over
+``service.max_body_bytes`` (counted before anything parses it), 415 for a body declared as
+something other than JSON, 422 for missing fields, wrong types, a blank query, question or answer
+and a ``limit`` out of 1..100, 401 without the bearer token when one is configured. A service
+started without a vault answers the two vault routes 409 (the request conflicts with how the
+service runs: nothing to search), ``{"detail": "no vault: ..."}``.
+The handlers are plain functions, so FastAPI runs the blocking core (and the vault's search,
+which is thread-safe) in its worker threads.
 
 Exposure: with a token (``service.token_env``) every route but health needs it, the schema and
 the docs pages (``/openapi.json``, ``/docs``, ``/redoc``) included; the scheme name is
@@ -25,29 +31,36 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from importlib.metadata import version
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import uvicorn
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from aclarai.daemon.config import Config
+from aclarai.daemon.search.check import MAX_TEXT_CHARS, check_answer
+from aclarai.daemon.search.engine import MAX_LIMIT, SearchFilter
+from aclarai.daemon.search.query import MAX_QUERY_CHARS
+from aclarai.daemon.search.session import VaultSearch
 from aclarai.daemon.service.core import (
     MODEL_RETRY_AFTER_S,
     EvaluateRequest,
     EvaluateResponse,
     NLIRequest,
     NLIResponse,
+    NonBlank,
     ServiceCore,
+    StageOut,
     VerifyRequest,
     VerifyResponse,
     build_service_core,
 )
-from aclarai.parsers import ConfigError, TransientError
+from aclarai.parsers import SCORE_NAMES, ConfigError, TransientError
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +71,17 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _JSON_TYPE = (b"content-type", b"application/json")
+
+MAX_HEAD_BYTES = 256 * 1024
+"""About the largest request line and headers uvicorn buffers (its own default is 16 KiB): room
+for a long ``GET /api/v1/search?q=`` (the search reads the query's first ``MAX_QUERY_CHARS``
+characters); uvicorn refuses a head it cannot fit with 400 before the app sees it."""
+
+_NOT_BLANK = r"[^\s\x1c-\x1f]"
+"""The pattern of :data:`NonBlank`: a text that fails it is reported as blank."""
+
+NO_VAULT = "no vault: start the service with --vault or set vault.path"
+NO_VAULT_STATUS = 409
 
 
 class ErrorOut(BaseModel):
@@ -81,14 +105,110 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (503, "The evaluator is unavailable right now; retry later."),
     )
 }
+_VAULT_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    NO_VAULT_STATUS: {
+        "model": ErrorOut,
+        "description": "The service was started without a vault (`--vault`, `vault.path`).",
+    },
+}
+_SEARCH_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: _VAULT_ERRORS[code] for code in (400, 401, NO_VAULT_STATUS, 413, 422)
+}
 
 
-def create_app(config: Config, core: ServiceCore) -> FastAPI:
+def _scores() -> dict[str, Any]:
+    # Read from SCORE_NAMES: the list of scores is written out in one place only.
+    return {
+        name: (float | None, Field(None, description="0..1; null: failed.")) for name in SCORE_NAMES
+    }
+
+
+_OUT = ConfigDict(frozen=True)
+
+ClaimOut: Any = create_model(
+    "ClaimOut",
+    __config__=_OUT,
+    claim=(str, ...),
+    **_scores(),
+    quality=(float | None, Field(None, description="Geometric mean of the scores.")),
+    status=(str | None, Field(None, description="``ok``, why a score is null, or null.")),
+)
+HitOut: Any = create_model(
+    "HitOut",
+    __config__=_OUT,
+    file=(str, Field(description="The note, relative to the vault.")),
+    block_id=(str, Field(description="The id a link names (``^anchor``).")),
+    link=(str, Field(description="``[[note#^block-id]]``, a link that jumps to the block.")),
+    claim=(str | None, Field(description="Of its claims, the one closest to the query.")),
+    **_scores(),
+    quality=(float | None, ...),
+    score=(float, Field(description="Relevance to the query, 0..1.")),
+    text=(str, Field(description="The block as a reader sees it.")),
+    about=(str, Field(description="The note's title, aliases and headings.")),
+    claims=(list[ClaimOut], ...),
+)
+
+
+class SearchOut(BaseModel):
+    model_config = _OUT
+
+    hits: list[HitOut]
+    """Best first, as ``aclarai search --json`` prints them."""
+    blocks: int
+    """Blocks in the index."""
+    unembedded: int
+    """Blocks without a vector yet: found by their words only."""
+    note: str
+    """Why the result is empty, for a person; empty otherwise."""
+
+
+class CheckIn(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    question: Annotated[NonBlank, Field(max_length=MAX_TEXT_CHARS)]
+    answer: Annotated[NonBlank, Field(max_length=MAX_TEXT_CHARS)]
+
+
+class CitedClaimOut(BaseModel):
+    model_config = _OUT
+
+    claim: str
+    quality: float | None
+
+
+class CitationOut(BaseModel):
+    model_config = _OUT
+
+    file: str
+    block_id: str
+    link: str
+    text: str
+    score: float
+    claims: list[CitedClaimOut]
+
+
+class CheckOut(BaseModel):
+    model_config = _OUT
+
+    verdict: Literal["pass", "review", "fail", "no_evidence"]
+    """``no_evidence``: no block is relevant enough to judge the answer by."""
+    confidence: float | None
+    reason: str
+    citations: list[CitationOut]
+    """The blocks the answer was judged against."""
+    stages: list[StageOut]
+    """The evaluation's stages, as ``/api/v1/evaluate`` gives them; empty for ``no_evidence``."""
+
+
+def create_app(config: Config, core: ServiceCore, vault: VaultSearch | None = None) -> FastAPI:
     """The FastAPI application over ``core``.
 
     Args:
         config: its ``service`` section gives the body limit and the token's variable name.
         core: the evaluation objects; the caller closes it.
+        vault: the vault ``/api/v1/search`` and ``/api/v1/check`` work on; the caller closes it.
+            Without one, both answer 409 with ``{"detail": NO_VAULT}``.
 
     Raises:
         ConfigError: ``service.token_env`` names a variable that is not set.
@@ -129,6 +249,43 @@ def create_app(config: Config, core: ServiceCore) -> FastAPI:
     )
     def verify(request: VerifyRequest) -> VerifyResponse:
         return core.verify(request)
+
+    def opened() -> VaultSearch:
+        if vault is None:
+            raise HTTPException(status_code=NO_VAULT_STATUS, detail=NO_VAULT)
+        return vault
+
+    @app.get(
+        "/api/v1/search", response_model=SearchOut, responses=_SEARCH_ERRORS, dependencies=guard
+    )
+    def search(
+        q: Annotated[
+            NonBlank,
+            Query(description=f"What to look for; its first {MAX_QUERY_CHARS} characters count."),
+        ],
+        limit: Annotated[
+            int | None, Query(ge=1, le=MAX_LIMIT, description="At most this many hits.")
+        ] = None,
+        min_quality: Annotated[
+            float | None, Query(ge=0, le=1, description="Only claims of this quality or more.")
+        ] = None,
+        include_null: Annotated[
+            bool, Query(description="Keep failed (null) grades under min_quality.")
+        ] = False,
+        scope: Annotated[str, Query(alias="in", description="Only this note or folder.")] = "",
+    ) -> dict[str, Any]:
+        where = SearchFilter(min_quality, include_null or None, scope)
+        result = opened().search(q, limit=limit, where=where)
+        return {
+            "hits": [hit.as_dict() for hit in result.hits],
+            "blocks": result.blocks,
+            "unembedded": result.unembedded,
+            "note": result.note,
+        }
+
+    @app.post("/api/v1/check", response_model=CheckOut, responses=_VAULT_ERRORS, dependencies=guard)
+    def check(request: CheckIn) -> dict[str, Any]:
+        return check_answer(opened(), core, request.question, request.answer).as_dict()
 
     return app
 
@@ -183,7 +340,14 @@ def check_exposure(config: Config, host: str, *, allow_no_token: bool = False) -
 def build_server(app: FastAPI, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server for ``app`` that leaves logging to the caller (the CLI)."""
     return uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        )
     )
 
 
@@ -204,22 +368,33 @@ def serve(
         core: the evaluation objects; built from ``config`` when ``None``.
         allow_no_token: serve a non-loopback address without a token (see the module doc).
 
+    The vault of ``/api/v1/search`` and ``/api/v1/check`` is ``vault.path`` (``aclarai serve
+    --vault`` sets it), opened once and closed on shutdown; with none, those routes answer 409.
+
     Raises:
         ConfigError: no token for a non-loopback address, or its variable is not set.
+        AclaraiError: ``vault.path`` names a vault that was never synced (no state yet).
     """
     bind_host = host or config.service.host
     bind_port = config.service.port if port is None else port
     check_exposure(config, bind_host, allow_no_token=allow_no_token)
+    vault = VaultSearch(config, Path(config.vault.path).expanduser()) if config.vault.path else None
     own = core is None
-    core = core or build_service_core(config)
     try:
-        app = create_app(config, core)
-        logger.info("serving the evaluation API on http://%s:%d", bind_host, bind_port)
-        with _absorb_sigterm():
-            build_server(app, bind_host, bind_port).run()
+        core = core or build_service_core(config)
+        try:
+            app = create_app(config, core, vault)
+            if vault is not None:
+                logger.info("searching the vault %s", vault.vault_root)
+            logger.info("serving the evaluation API on http://%s:%d", bind_host, bind_port)
+            with _absorb_sigterm():
+                build_server(app, bind_host, bind_port).run()
+        finally:
+            if own:
+                core.close()
     finally:
-        if own:
-            core.close()
+        if vault is not None:
+            vault.close()
 
 
 @contextmanager
@@ -360,7 +535,12 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         loc = [str(p) for p in error.get("loc", ())]
         if loc and loc[0] == "body":
             loc = loc[1:]
-        parts.append(f"{'.'.join(loc) or 'body'}: {error.get('msg', 'invalid')}")
+        message = error.get("msg", "invalid")
+        if error.get("type") == "string_pattern_mismatch" and (
+            error.get("ctx", {}).get("pattern") == _NOT_BLANK
+        ):
+            message = "must not be blank"
+        parts.append(f"{'.'.join(loc) or 'body'}: {message}")
     return JSONResponse({"detail": "; ".join(parts)}, status_code=422)
 
 

@@ -97,7 +97,7 @@ def test_every_older_state_upgrades_on_open_and_keeps_its_rows(tmp_path: Path, d
         blocks = store.get_blocks(["old-0@old.md", "a-0"])
         assert [c.id for c in store.claims_of_blocks(["a-0"])["a-0"]] == ["c"]
         # m009 indexed the blocks the store held; the new ones are indexed as they are written.
-        found = store.search.match_words('"kept"', 5, weights=(1.0, 1.0, 1.0))
+        found = store.search.match_words('"kept"', 5, weights=(1.0, 1.0, 1.0, 1.0))
         assert [m.block_id for m in found] == (["old-0@old.md"] if done >= 1 else [])
         assert store.search.blocks(["a-0"])["a-0"].claims == (claim("c", "a-0").text,)
 

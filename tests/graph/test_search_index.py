@@ -192,3 +192,24 @@ def test_an_index_file_of_its_own_holds_what_it_is_given(tmp_path: Path) -> None
         index.close()
     with pytest.raises(Exception, match="closed"):
         index.size()
+
+
+def test_a_store_write_the_index_did_not_follow_is_mended_by_the_next_refresh(
+    store: GraphStore,
+) -> None:
+    from aclarai.daemon.search.vectors import refresh_search
+    from aclarai.graph.search_index import begin_write
+
+    store.sync_files([note("a.md", "Beavers build dams.")])
+    # A crash between the graph's commit and the index's write (Neo4j's case) leaves this:
+    store.search.write(begin_write)
+    store.search.write(lambda conn: conn.execute("DELETE FROM search_words"))
+    store.search.write(lambda conn: conn.execute("DELETE FROM search_docs"))
+    assert store.search.pending()
+
+    refreshed = refresh_search(store, None)
+
+    assert refreshed.mended.missing == 1
+    assert not store.search.pending()
+    assert found(store, '"beavers"') == ["a-0"]
+    assert refresh_search(store, None, live_blocks=1).mended.total == 0

@@ -255,6 +255,8 @@ def test_bearer_token_guards_every_route_but_health(tmp_path: Path) -> None:
         "/api/v1/evaluate",
         "/api/v1/nli",
         "/api/v1/verify",
+        "/api/v1/search",
+        "/api/v1/check",
     }
     assert "/openapi.json" in docs_with["/docs"].text
 

@@ -64,7 +64,7 @@ def graded_vault(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return base, vault
 
 
-def test_the_four_tools_answer_over_stdio(graded_vault: tuple[Path, Path]) -> None:
+def test_the_evaluation_tools_answer_over_stdio(graded_vault: tuple[Path, Path]) -> None:
     base, vault = graded_vault
     tools, (good, early, verified, graded, weak, cli_claims) = call_tools(
         base,
@@ -111,7 +111,15 @@ def test_the_four_tools_answer_over_stdio(graded_vault: tuple[Path, Path]) -> No
             ("weak_claims", {"vault": str(vault), "limit": 1000}),
         ],
     )
-    assert tools == ["evaluate_answer", "verify_claims", "grade_text", "weak_claims"]
+    assert tools == [
+        "evaluate_answer",
+        "verify_claims",
+        "grade_text",
+        "weak_claims",
+        "search_claims",
+        "get_block",
+        "check_answer",
+    ]
     assert not any(r.is_error for r in (good, early, verified, graded, weak, cli_claims))
 
     assert good.structured_content["verdict"] == "pass"
