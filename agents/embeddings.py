@@ -102,7 +102,12 @@ class OpenAIEmbedder(Embedder):
         self._model = model
         self._batch_size = batch_size
         self._cache = cache
-        self.name = f"openai:{model}"
+        self.name = self.name_for(model)
+
+    @staticmethod
+    def name_for(model: str) -> str:
+        """The name of the vectors of ``model``."""
+        return f"openai:{model}"
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``.

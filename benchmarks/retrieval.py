@@ -153,6 +153,7 @@ def run_file(
     by_vault: dict[str, list[Question]] = {}
     for q in questions:
         by_vault.setdefault(q.vault, []).append(q)
+    print(f"retrieval on {path.name}: {len(questions)} questions, {len(by_vault)} vault(s)")
     tallies: dict[str, dict[str, Tally]] = {}
     quality = {"none": [0.0, 0], "filtered": [0.0, 0]}
     for name, group in by_vault.items():

@@ -69,6 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         total = generate_vault(base / "vault", args.notes, args.blocks_per_note)
+        print(f"generated {args.notes} notes / {total} blocks")
         os.environ["ACLARAI_STATE_DIR"] = str(base / "state")
         from aclarai.daemon.config import load_config
         from aclarai.daemon.loop.resync import resync

@@ -153,9 +153,8 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_check(args: argparse.Namespace, config: Config) -> int:
-    from aclarai.daemon.search.check import check_answer
-    from aclarai.daemon.search.output import check_json, format_check
     from aclarai.daemon.search.session import VaultSearch
+    from aclarai.daemon.service.check import check_answer, check_json, format_check
     from aclarai.daemon.service.core import build_service_core
 
     try:

@@ -252,6 +252,15 @@ def _remote_agents(
     )
 
 
+def search_embedder_name(config: Config) -> str | None:
+    """The name of the vectors :func:`build_search_embedder` makes, without loading it."""
+    if not config.search.vectors:
+        return None
+    if config.model.backend == "llm" and config.model.embedding:
+        return OpenAIEmbedder.name_for(config.model.embedding)
+    return WordLlamaEmbedder.name
+
+
 def build_search_embedder(
     config: Config, state_dir: Path
 ) -> tuple[Embedder | None, list[Callable[[], None]]]:

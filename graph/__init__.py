@@ -18,6 +18,14 @@ from aclarai.graph.base import (
     claim_quality,
     key_block_id,
 )
+from aclarai.graph.search_index import (
+    IndexDrift,
+    IndexedBlock,
+    SearchDoc,
+    SearchIndex,
+    WordMatch,
+    vector_bytes,
+)
 from aclarai.graph.sqlite import SqliteStore
 
 __all__ = [
@@ -28,17 +36,23 @@ __all__ = [
     "FileSync",
     "GradeWrite",
     "GraphStore",
+    "IndexDrift",
+    "IndexedBlock",
     "Neo4jStore",
     "ScoreRecord",
+    "SearchDoc",
+    "SearchIndex",
     "SqliteStore",
     "StoreCounts",
     "StoredBlock",
     "StoredClaim",
     "SyncResult",
+    "WordMatch",
     "block_key",
     "block_scores",
     "claim_quality",
     "key_block_id",
+    "vector_bytes",
 ]
 
 

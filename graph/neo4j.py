@@ -363,14 +363,7 @@ class Neo4jStore(GraphStore):
             [_, [row]] = self._transaction("sync_files", steps)
         else:
             [row] = self._query("sync_files", statement, params, write=True)
-        claims = self._claim_texts(listed)
-        docs = [search_doc(b) for sync in files for b in sync.blocks]
-        self._follow(
-            lambda conn: (
-                drop_docs(conn, [m["source"] for m in moves]),
-                put_docs(conn, docs, claims),
-            )
-        )
+        _index_sync(self, files, [m["source"] for m in moves], listed)
         changed = set(row["changed"])
         removed: dict[str, list[tuple[int, str]]] = {}
         for file, position, block_id in row["removed"]:
@@ -428,7 +421,7 @@ class Neo4jStore(GraphStore):
         params = {"ids": ids, "now": utc_now()}
         self.search.write(begin_write)
         [row] = self._query("mark_deleted", cypher.MARK_DELETED, params, write=True)
-        self._follow(lambda conn: drop_docs(conn, ids))
+        _follow(self.search, lambda conn: drop_docs(conn, ids))
         return int(row["marked"])
 
     def get_blocks(self, block_ids: Iterable[str]) -> dict[str, StoredBlock]:
@@ -462,7 +455,7 @@ class Neo4jStore(GraphStore):
         if claims_by_block:
             self.search.write(begin_write)
             self._transaction("replace_claims", [_replace_claims_step(claims_by_block)])
-            self._index_claims([claims_by_block])
+            _index_claims(self.search, [claims_by_block])
 
     def claims_of_blocks(self, block_ids: Iterable[str]) -> dict[str, list[StoredClaim]]:
         """Claims of each block in the order ``replace_claims`` was given them (see GraphStore)."""
@@ -509,29 +502,8 @@ class Neo4jStore(GraphStore):
             return [0] * len(grades)
         self.search.write(begin_write)
         results = self._transaction("write_grades", steps)
-        self._index_claims([grade.claims for grade in grades])
+        _index_claims(self.search, [grade.claims for grade in grades])
         return [0 if step is None else int(results[step][0]["written"]) for step in scored]
-
-    def _claim_texts(self, block_ids: Iterable[str]) -> dict[str, list[str]]:
-        return {
-            key: [c.text for c in claims]
-            for key, claims in self.claims_of_blocks(block_ids).items()
-            if claims
-        }
-
-    def _index_claims(self, grades: Sequence[Mapping[str, Sequence[ClaimRecord]]]) -> None:
-        texts = {key: [c.text for c in claims] for grade in grades for key, claims in grade.items()}
-        self._follow(lambda conn: set_claims(conn, texts))
-
-    def _follow(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """The index's half of a write whose graph half has committed (``begin_write`` counted
-        it before): a crash between the two leaves the count up, for ``resync`` to mend."""
-
-        def follow(conn: sqlite3.Connection) -> None:
-            work(conn)
-            end_write(conn)
-
-        self.search.write(follow)
 
     def low_quality_claims(
         self,
@@ -596,6 +568,38 @@ class Neo4jStore(GraphStore):
     def close(self) -> None:
         self._driver.close()
         self.search.close()
+
+
+def _index_sync(
+    store: Neo4jStore, files: Sequence[FileSync], sources: Sequence[str], listed: set[str]
+) -> None:
+    """The index's half of ``sync_files``: the moved blocks' old keys out, the files' blocks
+    in (a block new to the index with the claims the graph gives it)."""
+    claims = {
+        key: [c.text for c in found]
+        for key, found in store.claims_of_blocks(listed).items()
+        if found
+    }
+    docs = [search_doc(b) for sync in files for b in sync.blocks]
+    _follow(store.search, lambda conn: (drop_docs(conn, sources), put_docs(conn, docs, claims)))
+
+
+def _follow(search: SearchIndex, work: Callable[[sqlite3.Connection], object]) -> None:
+    """The index's half of a write whose graph half has committed (``begin_write`` counted it
+    before): a crash between the two leaves the count up, for ``resync`` to mend."""
+
+    def follow(conn: sqlite3.Connection) -> None:
+        work(conn)
+        end_write(conn)
+
+    search.write(follow)
+
+
+def _index_claims(
+    search: SearchIndex, grades: Sequence[Mapping[str, Sequence[ClaimRecord]]]
+) -> None:
+    texts = {key: [c.text for c in claims] for grade in grades for key, claims in grade.items()}
+    _follow(search, lambda conn: set_claims(conn, texts))
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,16 +51,12 @@ from aclarai.graph.migrations import (
     ALL_SCORED,
     NULL_SCORED,
     live_claim_texts,
-    live_search_docs,
     migrate,
 )
 from aclarai.graph.search_index import (
-    IndexDrift,
-    SearchDoc,
     SearchIndex,
     drop_docs,
     put_docs,
-    reconcile,
     search_doc,
     set_claims,
 )
@@ -600,20 +596,6 @@ class SqliteStore(GraphStore):
                     null_scores - dead[2],
                 )
         return StoreCounts(files, blocks, deleted, claims, scored, null_scores, low)
-
-    def reconcile_search(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
-        """Make the search index mirror the live blocks and their claims; ``docs`` (from a
-        parse of every note) also set what each block is about."""
-        with self._write("reconcile_search") as conn:
-            return reconcile(
-                conn, live_search_docs(conn) if docs is None else docs, live_claim_texts(conn)
-            )
-
-    def search_drift(self, docs: Sequence[SearchDoc] | None = None) -> IndexDrift:
-        with self._read("search_drift") as conn:
-            wanted = live_search_docs(conn) if docs is None else docs
-            claims = live_claim_texts(conn)
-        return self.search.drift(wanted, claims)
 
     def close(self) -> None:
         with self._lock:

@@ -276,11 +276,36 @@ TINY: dict[str, Tiny] = {
             r"^sets below word overlap: ",
         ),
     ),
+    "retrieval": Tiny(
+        "",
+        r"retrieval on tune\.jsonl: \d+ questions, 1 vault\(s\)",
+        (
+            *(
+                rf"^\| {ranker} \| \d+/\d+ \d+/\d+ {N} \| \d+/\d+ \d+/\d+ {N} \|"
+                for ranker in ("overlap", "words", "vectors", "hybrid", "search")
+            ),
+            rf"^mean quality of top-5 claims, filter none: {N} \(\d+\)$",
+            rf"^best-hit relevance: answered median {N}, 10th pct {N}; none: max {N}",
+        ),
+    ),
     "resync": Tiny(
         "--notes 5 --blocks-per-note 3",
         rf"generated 5 notes / 15 blocks in {N} s",
-        tuple(
-            rf"^{phase} +15 +{N} +{N} +\d+ +\d+ +\d+ +\d+$" for phase in ("scan", "full", "warm")
+        (
+            *(
+                rf"^{phase} +15 +{N} +{N} +\d+ +\d+ +\d+ +\d+$"
+                for phase in ("scan", "full", "warm")
+            ),
+            rf"^of the full pass, {N} s embedded the blocks for search",
+        ),
+    ),
+    "search_speed": Tiny(
+        "--notes 20 --blocks-per-note 5 --queries 20",
+        r"generated 20 notes / 100 blocks",
+        (
+            rf"^cold resync of 100 blocks: {N} s, of which mending and embedding 100 blocks {N} s",
+            rf"^search, warm, 20 queries: p50 {N} ms, p95 {N} ms \(target <= 50\), max {N} ms$",
+            rf"^on disk: search index {N} MB, rest of the graph {N} MB \(index / graph {N}",
         ),
     ),
     "service": Tiny(

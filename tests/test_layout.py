@@ -28,6 +28,7 @@ DAEMON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "cli"),
     ("loop",),
     ("service",),
+    ("search",),
     ("reports",),
     ("factory",),
     ("workers",),

@@ -23,6 +23,7 @@ from aclarai.daemon.factory import (
     build_store,
     build_vault,
     consumer_processing,
+    search_embedder_name,
 )
 from aclarai.daemon.intake.adopt import adopt_files, readopt
 from aclarai.daemon.intake.importer import ImportReport, import_rows
@@ -296,12 +297,15 @@ def resync(
 def _refresh_search(
     config: Config, state_dir: Path, store: GraphStore, vault: Vault, live_blocks: int | None
 ) -> SearchRefresh | None:
-    """The index mended and embedded; a failure of either is one line, not the pass's."""
+    """The index mended and embedded; a failure of either is one line, not the pass's. The
+    embedder is loaded only when some block lacks its vector."""
+    embedder, closers = None, []
+    name = search_embedder_name(config)
     try:
-        embedder, closers = build_search_embedder(config, state_dir)
+        if name is not None and store.search.unembedded(name, 1):
+            embedder, closers = build_search_embedder(config, state_dir)
     except AclaraiError as exc:
         log.warning("search vectors off for this pass: %s", exc)
-        embedder, closers = None, []
     try:
         return refresh_search(
             store, embedder, lambda: parsed_search_docs(vault, store), live_blocks

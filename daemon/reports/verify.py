@@ -22,8 +22,14 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from aclarai.daemon.vault.notes import Vault
-from aclarai.graph import GraphStore, StoredBlock, block_key, block_scores, key_block_id
-from aclarai.graph.search_index import SearchDoc
+from aclarai.graph import (
+    GraphStore,
+    SearchDoc,
+    StoredBlock,
+    block_key,
+    block_scores,
+    key_block_id,
+)
 from aclarai.parsers import Block, BlockContext, ParseError, block_about, scan_note
 
 SEARCH_INDEX = "(search index)"

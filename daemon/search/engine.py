@@ -29,8 +29,14 @@ from aclarai.daemon.search.query import (
     word_expression,
     words_of,
 )
-from aclarai.graph import GraphStore, StoredClaim, claim_quality, key_block_id
-from aclarai.graph.search_index import SearchIndex, WordMatch
+from aclarai.graph import (
+    GraphStore,
+    SearchIndex,
+    StoredClaim,
+    WordMatch,
+    claim_quality,
+    key_block_id,
+)
 from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores
 from aclarai.parsers.dashboard import wikilink_target
 

@@ -1,10 +1,9 @@
-"""What ``aclarai search`` and ``aclarai check`` print: text for a person, JSON for a script."""
+"""What ``aclarai search`` prints: text for a person, JSON for a script."""
 
 from __future__ import annotations
 
 import json
 
-from aclarai.daemon.search.check import CheckResult
 from aclarai.daemon.search.engine import SearchHit, SearchResult
 
 TEXT_SHOWN = 240
@@ -22,7 +21,7 @@ def format_result(result: SearchResult) -> str:
         lines.append(f"{rank}. {hit.link}  relevance {hit.score:.2f}  quality {quality}")
         if hit.claim is not None:
             lines.append(f"   claim: {hit.claim.claim}")
-        lines.append(f"   {_shorten(hit.text)}")
+        lines.append(f"   {shorten(hit.text)}")
     if not result.hits:
         lines.append(result.note or "no hits")
     lines += footer(result)
@@ -39,20 +38,6 @@ def footer(result: SearchResult) -> list[str]:
     ]
 
 
-def format_check(result: CheckResult) -> str:
-    confidence = "—" if result.confidence is None else f"{result.confidence:.2f}"
-    lines = [f"verdict: {result.verdict}  confidence {confidence}", f"reason: {result.reason}"]
-    if result.citations:
-        lines.append("cited:")
-        for hit in result.citations:
-            lines.append(f"  {hit.link}  {_shorten(hit.text, 120)}")
-    return "\n".join(lines)
-
-
-def check_json(result: CheckResult) -> str:
-    return json.dumps(result.as_dict(), ensure_ascii=False)
-
-
-def _shorten(text: str, limit: int = TEXT_SHOWN) -> str:
+def shorten(text: str, limit: int = TEXT_SHOWN) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

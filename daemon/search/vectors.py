@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aclarai.agents.embeddings import Embedder
-from aclarai.graph import GraphStore
-from aclarai.graph.search_index import IndexDrift, SearchDoc, SearchIndex, vector_bytes
+from aclarai.graph import GraphStore, IndexDrift, SearchDoc, SearchIndex, vector_bytes
 
 logger = logging.getLogger(__name__)
 

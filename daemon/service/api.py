@@ -43,10 +43,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.search.check import MAX_TEXT_CHARS, check_answer
 from aclarai.daemon.search.engine import MAX_LIMIT, SearchFilter
 from aclarai.daemon.search.query import MAX_QUERY_CHARS
 from aclarai.daemon.search.session import VaultSearch
+from aclarai.daemon.service.check import MAX_TEXT_CHARS, check_answer
 from aclarai.daemon.service.core import (
     MODEL_RETRY_AFTER_S,
     EvaluateRequest,

@@ -33,9 +33,9 @@ from pydantic import BaseModel, Field
 from aclarai.agents import EvalItem, ExtractionInput, Utterance
 from aclarai.daemon.config import Config
 from aclarai.daemon.reports.claims import list_claims
-from aclarai.daemon.search.check import check_answer, relevant_blocks
 from aclarai.daemon.search.engine import SearchFilter, SearchHit
 from aclarai.daemon.search.session import VaultSearch
+from aclarai.daemon.service.check import check_answer, relevant_blocks
 from aclarai.daemon.service.core import (
     ClaimIn,
     DocumentIn,

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aclarai.daemon.config import Config
-from aclarai.daemon.search.check import MAX_TEXT_CHARS
 from aclarai.daemon.search.session import VaultSearch
 from aclarai.daemon.service.api import NO_VAULT, create_app
+from aclarai.daemon.service.check import MAX_TEXT_CHARS
 from aclarai.daemon.service.core import build_service_core
 from aclarai.parsers import SCORE_NAMES
 from tests.fixtures.processes import free_port

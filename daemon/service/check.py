@@ -8,10 +8,12 @@ block is relevant enough, the vault has nothing to say about the question: the r
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from aclarai.daemon.search.engine import SearchHit
+from aclarai.daemon.search.output import shorten
 from aclarai.daemon.search.session import VaultSearch
 from aclarai.daemon.service.core import (
     AgentInfo,
@@ -97,3 +99,17 @@ def _citation(hit: SearchHit) -> dict[str, Any]:
         "score": round(hit.score, 4),
         "claims": [{"claim": c.claim, "quality": c.quality} for c in hit.claims],
     }
+
+
+def format_check(result: CheckResult) -> str:
+    confidence = "—" if result.confidence is None else f"{result.confidence:.2f}"
+    lines = [f"verdict: {result.verdict}  confidence {confidence}", f"reason: {result.reason}"]
+    if result.citations:
+        lines.append("cited:")
+        for hit in result.citations:
+            lines.append(f"  {hit.link}  {shorten(hit.text, 120)}")
+    return "\n".join(lines)
+
+
+def check_json(result: CheckResult) -> str:
+    return json.dumps(result.as_dict(), ensure_ascii=False)
