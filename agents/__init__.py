@@ -57,6 +57,7 @@ from aclarai.agents.llm import (
     delimit,
 )
 from aclarai.agents.offline import OfflineClaimExtractor, OfflineEvaluator
+from aclarai.agents.offline.language import function_words, language_of
 from aclarai.agents.tools import Tool, ToolFactory, build_tool_factory
 from aclarai.agents.validation import (
     VERDICT_ORDER,
@@ -132,8 +133,10 @@ __all__ = [
     "claim_agreement",
     "claim_id",
     "delimit",
+    "function_words",
     "is_refusal",
     "is_refusal_sentence",
+    "language_of",
     "llm_judges",
     "load_judge_specs",
     "offline_judges",

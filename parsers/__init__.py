@@ -13,6 +13,7 @@ from aclarai.parsers.dashboard import (
     render_dashboard,
     same_dashboard,
     shown_threshold,
+    wikilink_target,
 )
 from aclarai.parsers.errors import (
     AclaraiError,
@@ -117,4 +118,5 @@ __all__ = [
     "unadopt_note",
     "unmarked_paragraphs",
     "utc_now",
+    "wikilink_target",
 ]

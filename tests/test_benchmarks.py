@@ -160,6 +160,14 @@ def _incremental(per_call: str) -> str:
 
 
 TINY: dict[str, Tiny] = {
+    "check_agreement": Tiny(
+        "--split tune --limit 6",
+        r"check agreement: \d+ labelled answers, splits tune",
+        (
+            r"^\| consistent \| \d+ \| \d+ \| \d+ \| \d+ \| \d+/\d+ \|$",
+            rf"^tune: agreement \d+/6 \({N}%\)$",
+        ),
+    ),
     "dashboard": Tiny(
         "--notes 5 --blocks-per-note 3 --repeat 1",
         r"\{",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aclarai.agents.embeddings import Embedder
+from aclarai.agents import Embedder
 from aclarai.daemon.search.query import (
     IndexQuery,
     covers,
@@ -37,8 +37,7 @@ from aclarai.graph import (
     claim_quality,
     key_block_id,
 )
-from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores
-from aclarai.parsers.dashboard import wikilink_target
+from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores, wikilink_target
 
 MAX_LIMIT = 100
 COMMON_FLOOR = 200

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from aclarai.agents.offline.features import STOPWORDS
-from aclarai.agents.offline.language import function_words, language_of
+from aclarai.agents import function_words, language_of
 
 MAX_QUERY_CHARS = 2000
 """Longer input is cut here: a question, not a document (a 100 KB query is read as its start)."""
@@ -126,7 +125,7 @@ def has_prefix(word: str) -> bool:
 
 @lru_cache(maxsize=16)
 def _skipped(lang: str) -> frozenset[str]:
-    return frozenset(fold(w) for w in STOPWORDS | function_words(lang))
+    return frozenset(fold(w) for w in function_words("en") | function_words(lang))
 
 
 def _trigrams(run: str) -> list[str]:

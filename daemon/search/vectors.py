@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from aclarai.agents.embeddings import Embedder
+from aclarai.agents import Embedder
 from aclarai.graph import GraphStore, IndexDrift, SearchDoc, SearchIndex, vector_bytes
 
 logger = logging.getLogger(__name__)

@@ -47,8 +47,7 @@ from aclarai.daemon.service.core import (
     build_service_core,
 )
 from aclarai.graph import StoredClaim, block_key, claim_quality
-from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores
-from aclarai.parsers.dashboard import wikilink_target
+from aclarai.parsers import SCORE_NAMES, AclaraiError, named_scores, wikilink_target
 
 SERVER_NAME = "aclarai"
 MAX_PASSAGE_CHARS = 200_000
