@@ -1,12 +1,15 @@
 """How often ``aclarai check`` agrees with labelled answers.
 
     python benchmarks/check_agreement.py [--split tune] [--kepano PATH] [--limit N]
+        [--backend llm [--cache .venv-llm] [--threads 2]]
 
 Reads ``benchmarks/retrieval/check_answers.jsonl`` (see its FORMAT.md): answers written for the
 retrieval questions and labelled ``consistent`` (the note backs them), ``inconsistent`` (the note
 contradicts them: a wrong number, name, date, step) or ``unanswerable`` (the vault has nothing on
 the question). Each split's vault is copied, adopted and resynced as in ``retrieval.py``; each
-answer is checked in process with the offline judges.
+answer is checked in process with the offline judges, or with ``--backend llm`` by the judges of
+the real local model of ``make llm-smoke`` (Qwen2.5-Coder-1.5B on llama.cpp, installed into
+``--cache`` the first time); the vault is graded offline either way.
 
 Per split and label, the verdicts (pass / review / fail / no_evidence), and agreement:
 consistent answers that pass, inconsistent ones that do not, unanswerable ones said to have no
@@ -20,7 +23,9 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,10 +45,36 @@ def main() -> int:
     parser.add_argument("--split", action="append", help="tune, heldout, kepano (default: all)")
     parser.add_argument("--kepano", type=Path, default=KEPANO)
     parser.add_argument("--limit", type=int, help="at most N answers a split")
+    parser.add_argument("--backend", choices=["offline", "llm"], default="offline")
+    parser.add_argument("--cache", type=Path, help="where the local model is (llm_server.py)")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    with ExitStack() as stack:
+        judges: dict[str, str] = {}
+        if args.backend == "llm":
+            import llm_server
+
+            installed = llm_server.install(args.cache or llm_server.DEFAULT_CACHE)
+            api_base = stack.enter_context(
+                llm_server.serving(installed.server, installed.model, threads=args.threads)
+            )
+            judges = {
+                "model.backend": "llm",
+                "model.llm.api_base": api_base,
+                "model.claimify.default": llm_server.MODEL_NAME,
+            }
+            os.environ.setdefault("OPENAI_API_KEY", "local")
+        return run(args, judges)
+
+
+def run(args: argparse.Namespace, judges: dict[str, str]) -> int:
     rows = [json.loads(line) for line in (QUESTIONS / "check_answers.jsonl").open()]
     splits = args.split or list(dict.fromkeys(r["split"] for r in rows))
-    print(f"check agreement: {len(rows)} labelled answers, splits {', '.join(splits)}")
+    backend = judges.get("model.backend", "offline")
+    print(
+        f"check agreement: {len(rows)} labelled answers, splits {', '.join(splits)}, "
+        f"{backend} judges"
+    )
 
     from aclarai.daemon.config import load_config
     from aclarai.daemon.search.session import VaultSearch
@@ -55,11 +86,12 @@ def main() -> int:
         if not chosen:
             continue
         verdicts: dict[str, Counter[str]] = {label: Counter() for label in AGREES}
+        started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="aclarai-check-") as tmp:
             vault, env = graded_copy(vault_path(chosen[0]["vault"], args.kepano), Path(tmp))
             os.environ["ACLARAI_STATE_DIR"] = env["ACLARAI_STATE_DIR"]
             config = load_config(None)
-            core = build_service_core(config)
+            core = build_service_core(load_config(None, overrides=judges))
             try:
                 with VaultSearch(config, vault) as search:
                     for row in chosen:
@@ -79,7 +111,10 @@ def main() -> int:
             agreed, total = agreed + ok, total + n
             cells = " | ".join(str(counts[v]) for v in VERDICTS)
             print(f"| {label} | {cells} | {ok}/{n} |")
-        print(f"{split}: agreement {agreed}/{total} ({agreed / total:.0%})")
+        print(
+            f"{split}: agreement {agreed}/{total} ({agreed / total:.0%}), "
+            f"{time.perf_counter() - started:.0f} s"
+        )
     return 0
 
 

@@ -162,10 +162,10 @@ def _incremental(per_call: str) -> str:
 TINY: dict[str, Tiny] = {
     "check_agreement": Tiny(
         "--split tune --limit 6",
-        r"check agreement: \d+ labelled answers, splits tune",
+        r"check agreement: \d+ labelled answers, splits tune, offline judges",
         (
             r"^\| consistent \| \d+ \| \d+ \| \d+ \| \d+ \| \d+/\d+ \|$",
-            rf"^tune: agreement \d+/6 \({N}%\)$",
+            rf"^tune: agreement \d+/6 \({N}%\), {N} s$",
         ),
     ),
     "dashboard": Tiny(
