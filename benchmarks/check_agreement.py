@@ -56,7 +56,7 @@ def main() -> int:
 
             installed = llm_server.install(args.cache or llm_server.DEFAULT_CACHE)
             api_base = stack.enter_context(
-                llm_server.serving(installed.server, installed.model, threads=args.threads)
+                llm_server.serving(installed.binary, installed.model, threads=args.threads)
             )
             judges = {
                 "model.backend": "llm",
