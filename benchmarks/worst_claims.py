@@ -420,8 +420,9 @@ def _row(
     weak = [c for c in claims if isinstance(c, Claim) and c.quality < WEAK]
     examined = weak[:worst]
     alarms = [c for c in examined if _false_alarm(c, blocks, lang)]
-    # Sorted first so that the sample depends on the seed only, not on the listing's order.
-    pool = sorted(claims, key=lambda c: (c.file, c.block_id, c.text))
+    # Sorted first so that the sample depends on the seed only, not on the listing's order
+    # nor on the block ids adopt drew for this copy.
+    pool = sorted(claims, key=lambda c: (c.file, c.text, c.block_id))
     sample = random.Random(seed).sample(pool, min(SAMPLE, len(pool)))
     judged = [(c, best_match(c.text, labels.get(c.file, ()), lang)) for c in sample]
     outcomes = [(c, m, verdict(m)) for c, m in judged]

@@ -27,6 +27,7 @@ from aclarai.agents.offline.language import ENGLISH, function_words, language_of
 from aclarai.agents.offline.nonlatin import END_MARKS, is_nonlatin, nonlatin_claim
 from aclarai.agents.offline.not_claims import (
     LABEL,
+    NAVIGATION,
     has_predicate,
     is_numbered_item,
     not_a_claim,
@@ -241,6 +242,8 @@ def sentence_to_claim(
     """
     text = normalize_text(sentence.replace("’", "'"))
     if labelled:
+        if not_a_claim(text, lang) == NAVIGATION:
+            return None  # "Weiter: …", "Suite : …": the label says where to go, not what is
         text = _unlabelled(text, lang)
     if not text or not_a_claim(text, lang, numbered=numbered) is not None:
         return None

@@ -5,8 +5,9 @@ told apart without a tagger (Chinese aside):
 
 - a **lead-in**, which ends in a colon ("The plugin has three modes:"), or in Japanese names what
   follows (「次のとおりである。」);
-- a **link line**: a bare address ("https://…"), or an address with a label before it
-  ("Documentation: https://…");
+- a **link line**: a bare address ("https://…", an e-mail address, a phone number), or an
+  address with a label or a name before it ("Documentation: https://…", "Boiler service:
+  Harlow Heating, 0161 555 0142");
 - a **navigation** line: short links or labels in a row ("Edit in GitHub | Copy this note"), or
   a line that points elsewhere ("See also …", "Weiter: …", "Terug naar …");
 - a **label**: a short line with no end mark and no verb ("UI font sizes", "Muted text color"),
@@ -51,6 +52,15 @@ _REFERENCE = re.compile(r"[^\W\d_][^()]{0,120}\(\d{4}[a-z]?\)\s*[,.:]")
 """A bibliography entry: "Murre & Dros (2015), Replication and …". "Murre & Dros (2015)
 replicated …" goes on with a verb and states something."""
 
+_CITATION_END = re.compile(r",\s*(?:\d{4}|\(\d{4}\))[a-z]?\.?$")
+"""How a citation with its parts between commas ends: "…, Milkweed Editions, 2013."."""
+
+_QUANTITY = re.compile(
+    r"(?<![\w.,])\d+(?:[.,]\d+)?\s*(?:[µμm]?[lLgM]|kg|cl|dl|mM|µM|nM|°C|°F|"
+    r"tbsp|tsp|oz|lb|cups?|ml|EL|TL|c\.\s?à\s?[sc]\.?|cda|cdta)(?![\w])"
+)
+"""An amount with its unit: "10 mL", "1,25 µL", "200 g", "37 °C", "2 tbsp"."""
+
 _UNSPACED_GREETING = re.compile(
     r"おはよう|ありがとう|こんにちは|お疲れ|谢谢|你好|早上好|大家好|辛苦了"
 )
@@ -67,7 +77,14 @@ _EXCLAMATION = re.compile(
 
 _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 
-_URL = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.I)
+_URL = re.compile(
+    r"(?:https?|ftp)://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+"
+    r"|(?<![\w.,])\+?\d(?:[ -]?\d){8,}(?![\w.,])",
+    re.I,
+)
+"""An address: a URL, an e-mail address, or a phone number (nine or more digits in a run, as
+"0161 555 0142"): "Documentation: https://…", "Contact: hr@example.org" and "Boiler service:
+Harlow Heating, 0161 555 0142" say where to find something, not what is so."""
 
 _NAV_SEPARATORS = re.compile(r"\s[|·•»›→←]\s|\s[|·•»›→←]$|^[|·•»›→←]\s")
 
@@ -77,7 +94,7 @@ _NAVIGATION_OPENING = re.compile(
     r"ver también|volver a|vedi anche|torna a|veja também|ver também|voltar (?:para|a)|zie ook|"
     r"terug naar)\b|(?:see|next|previous|siehe|weiter|zurück|voir|suivant|précédent|véase|"
     r"siguiente|anterior|vedi|successivo|precedente|veja|próximo|zie|volgende|vorige)\s*:"
-    r"|(?:另见|参见|関連|参照|次へ|上一篇|下一篇)",
+    r"|suite\s*:|(?:另见|参见|関連|参照|次へ|上一篇|下一篇)",
     re.IGNORECASE,
 )
 """Where a line that points to other notes opens: "See also …", "Weiter: …", "Terug naar …"."""
@@ -146,7 +163,9 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         return NAVIGATION
     if _URL.search(body) and word_count(strip_label(_URL.sub(" ", body))) < 3:
         return LINK
-    if _REFERENCE.match(body) or _is_list(body):
+    if _REFERENCE.match(body) or _is_list(body) or _is_citation(body, lang):
+        return LABEL
+    if _is_material(body, lang):
         return LABEL
     if body.endswith(("!", "！")) and (
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
@@ -167,6 +186,28 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         # a number for its value states it ("Encryption algorithm: AES-256").
         return LABEL
     return None
+
+
+def _is_citation(body: str, lang: str) -> bool:
+    """A bibliography entry written with commas: "Robin Wall Kimmerer, Braiding Sweetgrass,
+    Milkweed Editions, 2013"; a sentence that ends in a year states something with a verb."""
+    return (
+        _CITATION_END.search(body) is not None
+        and body.count(",") >= 2
+        and not has_verb_marker(body, lang)
+        and not is_step(body, lang)
+    )
+
+
+def _is_material(body: str, lang: str) -> bool:
+    """An ingredient or a material of a list: amounts and names, no end mark and no verb
+    ("DPBS without calcium or magnesium, 10 mL per T75", "200 g de farine")."""
+    return (
+        lang not in ("ja", "zh")
+        and body[-1:] not in _END
+        and _QUANTITY.search(body) is not None
+        and not has_verb_marker(body, lang)
+    )
 
 
 def is_numbered_item(block: str) -> bool:

@@ -247,6 +247,18 @@ _NOT_JOINED = re.compile(r"[úu](?:la|lo|las|los)$")
 
 _NEVER = re.compile(r"(?!)")
 
+_FRENCH_NOUNS_IN_ER = word_set(
+    """
+    premier dernier métier quartier papier dossier clavier fichier calendrier janvier février
+    cahier atelier escalier dîner déjeuner souper cancer hiver laser poster rocher boucher
+    plaisir loisir avenir désir sourire navire empire livre lettre centre théâtre titre filtre
+    """
+)
+"""Nouns ending like an infinitive that may follow "le" or "la": "Le premier …", "Le fichier …"."""
+
+_AMOUNT = re.compile(r"\d{1,3}(?:[.,]\d+)?$")
+"""A number that is an amount, not a year: what follows an infinitive that opens a step."""
+
 _CONJUNCTIONS = word_set("and or et ou y e o ed oder und en of")
 
 _NEGATIONS = {"en": ("never",), "fr": ("ne",), "es": ("no",), "it": ("non",), "pt": ("não",)}
@@ -327,7 +339,7 @@ _GERMAN_NOT_FINITE = word_set(
     nicht jetzt erst meist zuerst zuletzt seit sanft leicht weit bereit fest halt recht samt
     mindestens höchstens etwa spät breit dicht flach glatt hart heiß kalt laut leicht matt
     mittlerst nett platt sacht schlecht schnell straff warm welt zart bunt statt direkt exakt
-    perfekt sonst selbst fast trotzdem zunächst
+    perfekt sonst selbst fast trotzdem zunächst sofort dort fort oft kurz gut
     """
 )
 
@@ -436,7 +448,21 @@ def _clause_is_step(
         return True
     if negated and _negative_step(first, lang):
         return True  # "No rellenes las esquinas", "Não tire mais de 20 %": the subjunctive
+    if lang == "fr" and _pronoun_infinitive(first, second) and not has_verb_marker(clause, lang):
+        return True  # "Le garder humide", "La décongeler une nuit", "L'étaler au rouleau"
     return _verb_with_object(clause, lang, numbered=numbered)
+
+
+def _pronoun_infinitive(first: str, second: str) -> bool:
+    """A French object pronoun before an infinitive opens a step: "Le garder …", "L'étaler …"
+    (a noun after "le" does not end like an infinitive, "Le premier" and "La mer" aside)."""
+    if first.startswith(("l'", "l’")):
+        verb = first[2:]
+    elif first in ("le", "la", "les", "lui", "leur"):
+        verb = second
+    else:
+        return False
+    return len(verb) > 5 and _is_infinitive(verb, "fr") and verb not in _FRENCH_NOUNS_IN_ER
 
 
 def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool:
@@ -474,6 +500,8 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
         return infinitive or _is_infinitive(second, lang)  # "S'assurer que …", "Se connecter"
     if infinitive and (negated or _loose_infinitive(verb, match.group(2), lang)):
         return True  # "Leer la Vida de …", "Trasplantar fuera solo …", "Non dimenticare di …"
+    if infinitive and len(verb) > 4 and _AMOUNT.match(match.group(2)):
+        return True  # "Ajouter 8 mL de milieu", "Incubar 10 minutos" (a year: "Gigerenzer 1996")
     if _JOINED_OBJECT.get(lang, _NEVER).search(first) and not _NOT_JOINED.search(first):
         return True  # "Presiónala dentro de las juntas", "Mantenerlo húmedo", "Eliminala entro …"
     plural_step = lang == "it" and first.endswith(("ate", "ete", "ite"))
@@ -484,6 +512,10 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
     ):
         return False
     if lang == "en":
+        if words[0].group().lower() in ("do", "don't", "don’t") and (
+            skip > 1 or words[0].group().lower() != "do"
+        ):
+            return True  # "Do not vortex after this point", "Don't skip the rest"
         if first.endswith(_ENGLISH_NOT_BASE) or (first.endswith("s") and not first.endswith("ss")):
             return False
         if second in _PARTICLES:

@@ -213,6 +213,13 @@ def test_claim_texts_of_a_plain_note_take_no_speaker() -> None:
         "1. 玉ねぎとにんじんを入れ、玉ねぎがしんなりするまで8分ほど炒めます。",
         "キーを反時計回りに4分の1回転させます。",
         "1. `eu_street_trees_lst`に街路幅の変数が含まれているか確認すること。",
+        "Do not vortex after this point.",
+        "Le garder humide comme une éponge essorée.",
+        "La décongeler une nuit au réfrigérateur.",
+        "Anschließend 350 µL N3 zugeben und sofort invertieren.",
+        "Ajouter 8 mL de milieu complet pour arrêter la réaction.",
+        "Incuber 10 minutes à température ambiante.",
+        "Añadir 250 µL de P2 e invertir el tubo 6 veces.",
     ],
 )
 def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
@@ -236,6 +243,14 @@ def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
         "See also [[Backups]] and [[Restore a database]].",
         "Voir aussi Règles de la maison · Chauffage.",
         "另见家规和给看房人的说明。",
+        "Robin Wall Kimmerer, Braiding Sweetgrass, Milkweed Editions, 2013.",
+        "- DMEM high glucose with 1% pen/strep, pre-warmed to 37 °C",
+        "- Cebador reverso NLS-R-XhoI (10 µM), 1,25 µL",
+        "- 200 g de farine T65, tamisée",
+        "Suite : Digestion de restriction 2024-03-12.",
+        "Onderhoud ketel: Harlow Heating, 0161 555 0142",
+        "Contact: hr@example.org",
+        "ボイラー点検：Harlow Heating、0161 555 0142",
     ],
 )
 def test_references_exclamations_navigation_and_list_items_give_no_claim(line: str) -> None:
@@ -286,6 +301,14 @@ def test_references_exclamations_navigation_and_list_items_give_no_claim(line: s
         "Visitei-o em 2019 com o meu irmão.",
         "Staat je vraag er niet bij, dan reageert ons supportteam binnen één werkdag.",
         "Reservezakjes voor het bakje liggen in de la onder het aanrecht.",
+        "Doing the dishes takes 20 minutes.",
+        "Ajouter 2013 au tableau a pris une heure.",
+        "Kahneman, Tversky and Slovic edited the volume in 1982.",
+        "The oven at the bakery runs at 230 °C.",
+        "Le fichier contient toutes les réservations de juin.",
+        "Le premier train part à 6 h 10.",
+        "The SKA-Low telescope will have 131 072 antennas in Western Australia.",
+        "Our plumber, whose number is on the fridge, fixed the leak in March.",
     ],
 )
 def test_a_statement_shaped_like_a_step_still_gives_its_claim(said: str) -> None:
