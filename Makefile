@@ -29,6 +29,8 @@ run: $(STAMP)
 	@echo "The embedded graph is $(RUN)/state/graph.sqlite; the same list and counts in a terminal:"
 	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai claims $(RUN)/vault"
 	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai status $(RUN)/vault"
+	@echo "Ask the notes in your own words (docs/search.md):"
+	@echo "  ACLARAI_STATE_DIR=$(RUN)/state $(BIN)/aclarai search $(RUN)/vault \"how long does the backup take\""
 
 ## test: the whole test suite (what CI runs)
 test: $(STAMP)
