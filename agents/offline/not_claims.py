@@ -75,6 +75,40 @@ _EXCLAMATION = re.compile(
 )
 """An exclamation, a greeting or a thank-you: "What a dense six pages!", "¡Gracias a todos!"."""
 
+_VERDICT_OPENING = re.compile(
+    r"^(?:honestly|frankly|seriously|ehrlich gesagt|ehrlich|wirklich|franchement|sincèrement|"
+    r"vraiment|sinceramente|francamente|honestamente|eerlijk gezegd|echt)\b",
+    re.I,
+)
+"""An "honestly" that opens a verdict: "Ehrlich gesagt, eine wunderbare Lektüre."."""
+
+_PRAISE = word_set(
+    """
+    best most more finest wonderful lovely beautiful splendid gorgeous brilliant great terrible
+    beste schönste wunderbar wunderbare wunderbarer toll tolle großartig großartige
+    meilleur meilleure plus magnifique formidable superbe splendide
+    mejor más bonito bonita precioso preciosa maravilloso maravillosa increíble estupendo
+    migliore più bello bella splendido splendida magnifico magnifica meraviglioso meravigliosa
+    melhor mais lindo linda maravilhoso maravilhosa incrível ótimo ótima
+    mooiste mooi prachtig prachtige geweldig geweldige
+    """
+)
+"""The praise or blame of a verdict after an "honestly" ("el paseo más bonito", "eine
+wunderbare Lektüre"): a closed set, since "Sinceramente, la ruta dura cuatro horas." states
+something with a verb no table of this module knows."""
+
+_NOUN_EXCLAMATION = re.compile(
+    r"^(?i:what an?|quel|quelle|quels|quelles|was für|che|qué|que de|wat een)\s+([^\W\d_])"
+)
+"""An exclamation over a noun, which needs no "!": "Quel livre frustrant.". The word after it
+is in lower case ("Che Guevara arrivò …" is a name), and "how" and its kin are left out: they
+open statements too ("Wie erwartet stieg der Preis …")."""
+
+_UNSPACED_VERDICT = re.compile(r"^(?:说实话|老实说|说真的|正直(?:に言って)?|本当に)[，,、]?")
+
+_RATING = re.compile(r"^\s*\d+(?:[.,]\d+)?\s*/\s*\d{1,2}\s*[.!]?\s*$|^\s*[★☆]{1,10}\s*$")
+"""A rating and nothing else: "4/5", "3,5/10", "★★★★☆"."""
+
 _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 
 _URL = re.compile(
@@ -171,11 +205,15 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
     ):
         return EXCLAMATION
+    if _verbless_exclamation(body, lang):
+        return EXCLAMATION
     if lang in ("ja", "zh"):
         return _unspaced_kind(body, lang, numbered=numbered)
     if is_step(body, lang, numbered=numbered):
         return INSTRUCTION
     label, value = split_label(body)
+    if label is not None and _RATING.match(value):
+        return LABEL  # "Rating: 4/5", "Voto: 4/5."
     if (
         body[-1:] not in _END
         and not has_verb_marker(body, lang)
@@ -186,6 +224,26 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         # a number for its value states it ("Encryption algorithm: AES-256").
         return LABEL
     return None
+
+
+def _verbless_exclamation(body: str, lang: str) -> bool:
+    """A verdict with no verb: an exclamation opener or an "honestly" before a noun phrase
+    ("Quel livre frustrant.", "Sinceramente, el paseo más bonito del viaje.", "说实话，…"), or a
+    noun phrase ending in "!" ("Six pages d'une densité folle !"). With a verb it states
+    something, however it feels ("Honestly, the bridge is 2 km long.")."""
+    if lang in ("ja", "zh"):
+        return _UNSPACED_VERDICT.match(body) is not None
+    if has_verb_marker(body, lang) or is_step(body, lang):
+        return False
+    exclaimed = _NOUN_EXCLAMATION.match(body)
+    if exclaimed is not None and exclaimed.group(1).islower():
+        return True  # "Quel livre frustrant.", "What a dense six pages."
+    verdict = _VERDICT_OPENING.match(body)
+    if verdict is not None:
+        rest = body[verdict.end() :]
+        words = {w.lower() for w in WORD_PATTERN.findall(rest)}
+        return word_count(rest) <= 10 and bool(words & _PRAISE)
+    return body.endswith("!") and lang != "en" and word_count(body) <= 8
 
 
 def _is_citation(body: str, lang: str) -> bool:

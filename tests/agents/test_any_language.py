@@ -251,6 +251,12 @@ def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
         "Onderhoud ketel: Harlow Heating, 0161 555 0142",
         "Contact: hr@example.org",
         "ボイラー点検：Harlow Heating、0161 555 0142",
+        "Voto: 4/5.",
+        "Ehrlich gesagt, eine wunderbare Lektüre.",
+        "Sinceramente, el paseo más bonito de todo el viaje.",
+        "Quel livre frustrant.",
+        "Six pages d'une densité folle !",
+        "说实话，这本书太精彩了。",
     ],
 )
 def test_references_exclamations_navigation_and_list_items_give_no_claim(line: str) -> None:
@@ -308,6 +314,10 @@ def test_references_exclamations_navigation_and_list_items_give_no_claim(line: s
         "Le fichier contient toutes les réservations de juin.",
         "Le premier train part à 6 h 10.",
         "The SKA-Low telescope will have 131 072 antennas in Western Australia.",
+        "Honestly, the bridge is 2 km long.",
+        "Wie erwartet stieg der Preis im Juni um zwei Euro.",
+        "Che Guevara arrivò a Cuba nel 1956.",
+        "Sinceramente, la ruta dura cuatro horas.",
         "Our plumber, whose number is on the fridge, fixed the leak in March.",
     ],
 )
