@@ -138,6 +138,18 @@ _LABEL_WORDS = 6
 
 _UNSPACED_LABEL_CHARS = 25
 
+_KANA = re.compile(r"[\u3040-\u309f]")
+"""Hiragana: a Japanese predicate (verb, adjective, copula) ends in it."""
+
+_JAPANESE_TOPIC = re.compile(r"[はがで][^\u3040-\u309f]")
+"""A topic, subject or means marked before a noun: "締め切りは10月21日", "近鉄特急で35分" state
+something with the copula left out."""
+
+_JAPANESE_NOUN_END = re.compile(r"[\w）)』」µ°%]\s*[。．.]?\s*$")
+"""A Japanese sentence that ends in a noun, a name, a number or a closing bracket: an item of
+a list ("平底96ウェルプレート（Greiner 655101）。"), not a statement, which ends in a verb,
+an adjective or the copula, written in hiragana."""
+
 _END = ".!?…。！？．｡"
 
 _UNSPACED_PARTICLES = tuple("とをにはがでもの、")
@@ -318,4 +330,10 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
         return INSTRUCTION if is_chinese_step(body, numbered=numbered) else None
     if is_japanese_lead_in(body):
         return LEAD_IN
+    if (
+        _JAPANESE_NOUN_END.search(body)
+        and not _KANA.search(body.rstrip(_END)[-1:] or "あ")
+        and not _JAPANESE_TOPIC.search(body)
+    ):
+        return LABEL
     return INSTRUCTION if is_japanese_step(body, numbered=numbered) else None

@@ -257,6 +257,8 @@ def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
         "Quel livre frustrant.",
         "Six pages d'une densité folle !",
         "说实话，这本书太精彩了。",
+        "平底96ウェルプレート（Greiner 655101）。",
+        "溶出バッファーEB（10 mM Tris-HCl、pH 8.5）、1本あたり50 µL。",
     ],
 )
 def test_references_exclamations_navigation_and_list_items_give_no_claim(line: str) -> None:
@@ -317,6 +319,8 @@ def test_references_exclamations_navigation_and_list_items_give_no_claim(line: s
         "Honestly, the bridge is 2 km long.",
         "Wie erwartet stieg der Preis im Juni um zwei Euro.",
         "Che Guevara arrivò a Cuba nel 1956.",
+        "バス代は2.10ユーロ。",
+        "京都から奈良までは、近鉄特急で35分。",
         "Sinceramente, la ruta dura cuatro horas.",
         "Our plumber, whose number is on the fridge, fixed the leak in March.",
     ],
