@@ -113,7 +113,7 @@ _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 
 _URL = re.compile(
     r"(?:https?|ftp)://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+"
-    r"|(?<![\w.,])\+?\d(?:[ -]?\d){8,}(?![\w.,])",
+    r"|(?<![\w.,])\+?\d(?:[ -]?\d){8,}(?!\w|[.,]\d)",
     re.I,
 )
 """An address: a URL, an e-mail address, or a phone number (nine or more digits in a run, as

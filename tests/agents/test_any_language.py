@@ -249,6 +249,7 @@ def test_a_step_gives_no_claim_in_any_language(step: str) -> None:
         "- 200 g de farine T65, tamisée",
         "Suite : Digestion de restriction 2024-03-12.",
         "Onderhoud ketel: Harlow Heating, 0161 555 0142",
+        "Nos portables : Tom 07700 900412, Priya 07700 900587.",
         "Contact: hr@example.org",
         "ボイラー点検：Harlow Heating、0161 555 0142",
         "Voto: 4/5.",
