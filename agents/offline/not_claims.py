@@ -84,18 +84,19 @@ _VERDICT_OPENING = re.compile(
 
 _PRAISE = word_set(
     """
-    best most more finest wonderful lovely beautiful splendid gorgeous brilliant great terrible
+    best finest wonderful lovely beautiful splendid gorgeous brilliant great terrible
     beste schönste wunderbar wunderbare wunderbarer toll tolle großartig großartige
-    meilleur meilleure plus magnifique formidable superbe splendide
-    mejor más bonito bonita precioso preciosa maravilloso maravillosa increíble estupendo
-    migliore più bello bella splendido splendida magnifico magnifica meraviglioso meravigliosa
-    melhor mais lindo linda maravilhoso maravilhosa incrível ótimo ótima
+    meilleur meilleure magnifique formidable superbe splendide
+    mejor bonito bonita precioso preciosa maravilloso maravillosa increíble estupendo
+    migliore bello bella splendido splendida magnifico magnifica meraviglioso meravigliosa
+    melhor lindo linda maravilhoso maravilhosa incrível ótimo ótima
     mooiste mooi prachtig prachtige geweldig geweldige
     """
 )
 """The praise or blame of a verdict after an "honestly" ("el paseo más bonito", "eine
 wunderbare Lektüre"): a closed set, since "Sinceramente, la ruta dura cuatro horas." states
-something with a verb no table of this module knows."""
+something with a verb no table of this module knows. Intensifiers ("more", "más") are left out:
+"Honestly, more people came than we expected" counts something."""
 
 _NOUN_EXCLAMATION = re.compile(
     r"^(?i:what an?|quel|quelle|quels|quelles|was für|che|qué|que de|wat een)\s+([^\W\d_])"

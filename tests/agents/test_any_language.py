@@ -318,6 +318,7 @@ def test_references_exclamations_navigation_and_list_items_give_no_claim(line: s
         "Le premier train part à 6 h 10.",
         "The SKA-Low telescope will have 131 072 antennas in Western Australia.",
         "Honestly, the bridge is 2 km long.",
+        "Honestly, more people came than we expected.",
         "Wie erwartet stieg der Preis im Juni um zwei Euro.",
         "Che Guevara arrivò a Cuba nel 1956.",
         "バス代は2.10ユーロ。",
