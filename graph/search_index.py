@@ -1,6 +1,8 @@
 """The search index of a store: every live block's words (SQLite FTS5, BM25) and its vector.
 
-One row per live block in ``search_docs``: its key, note, hash and what it is about (title,
+One row per live block in ``search_docs``: its row number (never reused, so a vector computed
+for a row that changed meanwhile cannot land on its successor), its key, note, hash and what it
+is about (title,
 aliases, headings). Its words are in two FTS5 tables: ``search_words`` (``unicode61``, diacritics
 folded) for every block, and ``search_grams`` (``trigram``) for blocks with Chinese, Japanese or
 Korean text, which has no spaces between words for ``unicode61`` to split on. Each table has
@@ -47,7 +49,7 @@ CLAIM_SEPARATOR = "\n"
 SCHEMA = (
     """
     CREATE TABLE IF NOT EXISTS search_docs (
-        doc INTEGER PRIMARY KEY,
+        doc INTEGER PRIMARY KEY AUTOINCREMENT,
         block_id TEXT NOT NULL UNIQUE,
         file TEXT NOT NULL,
         hash TEXT NOT NULL,

@@ -60,7 +60,8 @@ from aclarai.daemon.loop.take import DrainStats
 from aclarai.daemon.loop.watch_path import WatchPath
 from aclarai.daemon.loop.watcher import Changes, OwnWrites, watch_vault
 from aclarai.daemon.reports.dashboard import DashboardRefresher, graph_counts
-from aclarai.daemon.search.vectors import embed_pending
+from aclarai.daemon.reports.verify import parsed_search_docs
+from aclarai.daemon.search.vectors import SearchRefresh, embed_pending, refresh_search
 from aclarai.daemon.vault.bounds import bind_to_vault
 from aclarai.daemon.vault.control import (
     DAEMON_ROLE,
@@ -375,17 +376,33 @@ class _Daemon:
                 stats.files_written,
             )
             threshold = self.config.threshold.claim_quality
+            counts = graph_counts(self.store, threshold)
             return ResyncSummary(
                 self.vault.root,
                 self.state_dir,
                 report,
                 stats,
-                graph_counts(self.store, threshold),
+                counts,
                 elapsed,
                 usage=_grown(before, counters),
                 quality_threshold=threshold,
                 imported=imported,
+                search=self._refresh_search(counts.blocks),
             )
+
+    def _refresh_search(self, live_blocks: int) -> SearchRefresh | None:
+        """What resync does to the index, after each of the daemon's passes: mend it where a
+        sign says it may differ (``status --verify`` tells the user to resync, and a resync
+        while the daemon runs is this pass); its vectors are left to :meth:`_embed`."""
+        try:
+            return refresh_search(
+                self.store, None, lambda: parsed_search_docs(self.vault, self.store), live_blocks
+            )
+        except StoreError as exc:
+            log.warning("search index not refreshed: %s", exc)
+            return None
+        finally:
+            self._embed_due = True
 
     def _handoff(self, request: ResyncRequest) -> None:
         try:

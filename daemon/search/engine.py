@@ -180,6 +180,8 @@ class SearchEngine:
         """
         if not 1 <= limit <= MAX_LIMIT:
             raise AclaraiError(f"limit must be 1 to {MAX_LIMIT}, not {limit}")
+        # A lone surrogate (an undecodable byte of a command line) is no text to embed or match.
+        query = query.encode("utf-8", "replace").decode("utf-8")
         parsed = index_query(query)
         loaded = self._load_vectors() if vectors else _Vectors()
         if parsed.empty and not query.strip():

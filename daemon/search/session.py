@@ -7,7 +7,9 @@ stay in memory between requests.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -49,11 +51,36 @@ class VaultSearch:
         """See :meth:`SearchEngine.search`; a query the embedder fails on is searched by words."""
         limit = self.config.search.limit if limit is None else limit
         where = where or SearchFilter()
+        if where.scope:
+            where = replace(where, scope=self.scope(where.scope))
         try:
             return self.engine.search(query, limit=limit, where=where)
         except EvaluationError as exc:
             logger.warning("searching by words only: %s", exc)
             return self.engine.search(query, limit=limit, where=where, vectors=False)
+
+    def scope(self, given: str) -> str:
+        """A note or folder as the index names it: vault-relative, POSIX, a note with its
+        ``.md`` ("./meetings/" → "meetings", "/home/me/Notes/Ideas" → "Ideas.md").
+
+        Raises:
+            AclaraiError: it lies outside the vault.
+        """
+        path = Path(given.strip()).expanduser()
+        root = self.vault_root.expanduser().resolve()
+        if path.is_absolute():
+            try:
+                path = path.resolve().relative_to(root)
+            except ValueError:
+                raise AclaraiError(f"{given} is not inside the vault {root}") from None
+        rel = posixpath.normpath(path.as_posix())
+        if rel == ".":
+            return ""
+        if rel == ".." or rel.startswith("../"):
+            raise AclaraiError(f"{given} is not inside the vault {root}")
+        if not rel.endswith(".md") and (root / f"{rel}.md").is_file():
+            return f"{rel}.md"
+        return rel
 
     def close(self) -> None:
         for close in reversed(self._closers):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from aclarai.daemon.search.engine import SearchHit
 from aclarai.daemon.search.output import shorten
+from aclarai.daemon.search.query import MAX_QUERY_CHARS
 from aclarai.daemon.search.session import VaultSearch
 from aclarai.daemon.service.core import (
     AgentInfo,
@@ -67,7 +68,9 @@ def check_answer(vault: VaultSearch, core: ServiceCore, question: str, answer: s
             raise AclaraiError(
                 f"the {name} is too long: {len(text)} characters, at most {MAX_TEXT_CHARS}"
             )
-    cited = relevant_blocks(vault, f"{question}\n{answer}")
+    # Each cut to half of what a query reads, so that a long question leaves the answer its say.
+    half = MAX_QUERY_CHARS // 2
+    cited = relevant_blocks(vault, f"{question[:half]}\n{answer[:half]}")
     if not cited:
         return CheckResult("no_evidence", None, NO_EVIDENCE, [], None)
     request = EvaluateRequest(

@@ -213,3 +213,16 @@ def test_a_store_write_the_index_did_not_follow_is_mended_by_the_next_refresh(
     assert not store.search.pending()
     assert found(store, '"beavers"') == ["a-0"]
     assert refresh_search(store, None, live_blocks=1).mended.total == 0
+
+
+def test_a_vector_of_a_row_that_changed_meanwhile_is_never_stored_on_its_successor(
+    store: GraphStore,
+) -> None:
+    store.sync_files([note("a.md", "Apples.", "Bananas.")])
+    rows = store.search.unembedded("m", 10)
+    # The last block is edited while its vector is being computed: its row goes, and the row
+    # that replaces it must not take a number the embedder holds.
+    store.sync_files([note("a.md", "Apples.", "Cherries.", mtime_ns=2)])
+    store.search.put_vectors("m", [(doc, bytes(4)) for doc, _ in rows])
+
+    assert [text for _, text in store.search.unembedded("m", 10)] == ["Cherries."]

@@ -87,3 +87,14 @@ def test_a_question_of_common_words_only_asks_the_rarest_three_together() -> Non
     terms = ("the", "deploy", "failed", "tuesday", "build")
     frequencies = {"the": 9000, "deploy": 500, "failed": 700, "tuesday": 300, "build": 800}
     assert word_expression(terms, frequencies, most=100) == '"tuesday" AND "deploy" AND "failed"'
+
+
+def test_folding_keeps_hangul_and_voiced_kana_whole() -> None:
+    from aclarai.daemon.search.query import fold
+
+    assert fold("수출이 늘었다") == "수출이 늘었다"
+    assert fold("ガイドライン") == "ガイドライン"
+    assert fold("Crème BRÛLÉE") == "creme brulee"
+    query = index_query("수출이 늘었다")
+    assert "수출이" in query.gram_terms
+    assert all(g in fold("올해 수출이 늘었다") for g in query.gram_terms)

@@ -99,6 +99,15 @@ def _grade(search: VaultSearch, rel: str, *values: float | None) -> None:
     assert store.write_scores(scores) == len(scores) > 0
 
 
+def test_a_scope_is_read_as_the_user_writes_it(search: VaultSearch, graded_vault: Path) -> None:
+    deep = {"garden/deep/Figs.md"}
+    for given in ("./garden/deep/", str(graded_vault / "garden" / "deep"), "garden/deep/Figs"):
+        assert set(files(search.search("fig tree", where=SearchFilter(scope=given)))) == deep
+    assert search.scope(".") == ""
+    with pytest.raises(AclaraiError, match="not inside the vault"):
+        search.search("fig", where=SearchFilter(scope="../elsewhere"))
+
+
 def test_min_quality_drops_weak_claims_and_failed_ones_unless_asked(search: VaultSearch) -> None:
     _grade(search, "garden/Roses.md", 0.2, 0.2, 0.2)
     _grade(search, "garden/deep/Figs.md", None, 0.9, 0.9)
@@ -138,6 +147,7 @@ def test_quality_lifts_the_better_claim_between_two_equal_blocks(tmp_path: Path)
         "\x00\ufffd\U0001f600",
         "a" * 100_000,
         "boiler " * 20_000,
+        "budget \udcff",
     ],
 )
 def test_any_query_gives_a_result_never_an_index_error(search: VaultSearch, query: str) -> None:
