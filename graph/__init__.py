@@ -24,6 +24,7 @@ from aclarai.graph.search_index import (
     SearchDoc,
     SearchIndex,
     WordMatch,
+    begin_write,
     vector_bytes,
 )
 from aclarai.graph.sqlite import SqliteStore
@@ -48,6 +49,7 @@ __all__ = [
     "StoredClaim",
     "SyncResult",
     "WordMatch",
+    "begin_write",
     "block_key",
     "block_scores",
     "claim_quality",

@@ -26,6 +26,7 @@ from aclarai.graph import (
     GraphStore,
     SearchDoc,
     StoredBlock,
+    begin_write,
     block_key,
     block_scores,
     key_block_id,
@@ -125,6 +126,9 @@ def _search_drift(
     drift = store.search_drift(search_docs(live.values(), hashes, contexts))
     if not drift.total:
         return []
+    # The sign the next resync reconciles on: a drift no count shows (a stale claim text) is
+    # mended by the resync this line tells the user to run.
+    store.search.write(begin_write)
     what = (
         f"{drift.missing} block(s) missing, {drift.extra} extra, {drift.stale} out of date: "
         "`aclarai resync` rebuilds it"

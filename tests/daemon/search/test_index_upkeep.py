@@ -51,3 +51,20 @@ def test_a_renamed_heading_reaches_the_index_with_the_next_sync(graded_vault: Pa
     assert hit.file == "help/Sync.md"
     assert hit.about.endswith("Quota and overage")
     assert "in step" in cli("status", str(graded_vault), "--verify")
+
+
+def test_a_stale_claim_text_that_verify_names_is_mended_by_the_next_resync(
+    graded_vault: Path,
+) -> None:
+    # A drift no count shows: the row is there, its claims are not the graph's.
+    with sqlite3.connect(_graph(graded_vault)) as conn:
+        conn.execute(
+            "UPDATE search_words SET claims = 'stale' "
+            "WHERE rowid = (SELECT min(doc) FROM search_docs)"
+        )
+    verify = run_cli("status", str(graded_vault), "--verify").stdout
+    assert "(search index): 0 block(s) missing, 0 extra, 1 out of date" in verify
+
+    cli("resync", str(graded_vault))
+
+    assert "in step" in cli("status", str(graded_vault), "--verify")
