@@ -64,7 +64,7 @@ def _note_rel(config: Config, vault_root: Path, note: str) -> str:
 def format_claim(ref: ClaimRef) -> str:
     """One line: quality, the scores, where, the claim (and the status of a failure)."""
     scores = " ".join(_score(v) for v in named_scores(ref).values())
-    line = f"{_score(ref.quality)}  [{scores}]  {ref.file}#^{ref.block_id}  {_shorten(ref.text)}"
+    line = f"{_score(ref.quality)}  [{scores}]  {ref.file}#^{ref.block_id}  {shorten(ref.text)}"
     if ref.quality is None:
         line += f"  ({ref.status})"
     return line
@@ -92,6 +92,7 @@ def _score(value: float | None) -> str:
     return "null" if value is None else f"{value:.2f}"
 
 
-def _shorten(text: str) -> str:
+def shorten(text: str, limit: int = CLAIM_TEXT_SHOWN) -> str:
+    """One line of at most ``limit`` characters, whitespace folded: a listing stays a table."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= CLAIM_TEXT_SHOWN else flat[: CLAIM_TEXT_SHOWN - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

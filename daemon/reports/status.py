@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aclarai.agents import UsageCounters
 from aclarai.daemon.config import Config
 from aclarai.daemon.factory import QUEUE_FILE, build_queue, build_store, build_vault
+from aclarai.daemon.reports.claims import shorten
 from aclarai.daemon.reports.dashboard import graph_counts
 from aclarai.daemon.reports.verify import Difference, differences
 from aclarai.daemon.vault.control import (
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 STALE_HEARTBEAT_S = 30.0
 LOW_QUALITY_SHOWN = 10
 DIFFERENCES_SHOWN = 50
-CLAIM_TEXT_SHOWN = 80
 
 
 @dataclass
@@ -429,7 +429,7 @@ def format_status(status: Status) -> str:
         for claim in status.low_quality:
             quality = claim.score.quality if claim.score is not None else None
             shown = "null" if quality is None else f"{quality:.2f}"
-            lines.append(f"  {shown}  {key_block_id(claim.block_id)}  {_shorten(claim.text)}")
+            lines.append(f"  {shown}  {key_block_id(claim.block_id)}  {shorten(claim.text)}")
     else:
         lines.append(f"graph        unavailable: {status.counts_error}")
     usage = _usage_line(status.llm_usage) if status.llm_usage else "none recorded"
@@ -548,11 +548,3 @@ def _usage_line(usage: Mapping[str, int]) -> str:
     known = counters.snapshot()
     counters.add(**{name: value for name, value in usage.items() if name in known})
     return counters.summary()
-
-
-def _shorten(text: str) -> str:
-    """One line of at most ``CLAIM_TEXT_SHOWN`` characters: the listing stays a table."""
-    flat = " ".join(text.split())
-    if len(flat) <= CLAIM_TEXT_SHOWN:
-        return flat
-    return flat[: CLAIM_TEXT_SHOWN - 1] + "…"

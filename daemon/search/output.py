@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from aclarai.daemon.reports.claims import shorten
 from aclarai.daemon.search.engine import SearchHit, SearchResult
 
 TEXT_SHOWN = 240
@@ -21,7 +22,7 @@ def format_result(result: SearchResult) -> str:
         lines.append(f"{rank}. {hit.link}  relevance {hit.score:.2f}  quality {quality}")
         if hit.claim is not None:
             lines.append(f"   claim: {hit.claim.claim}")
-        lines.append(f"   {shorten(hit.text)}")
+        lines.append(f"   {shorten(hit.text, TEXT_SHOWN)}")
     if not result.hits:
         lines.append(result.note or "no hits")
     lines += footer(result)
@@ -36,8 +37,3 @@ def footer(result: SearchResult) -> list[str]:
         f"({result.unembedded} of {result.blocks} blocks have no vector yet and were found by "
         "their words only: `aclarai resync` computes them)"
     ]
-
-
-def shorten(text: str, limit: int = TEXT_SHOWN) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

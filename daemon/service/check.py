@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aclarai.daemon.reports.claims import shorten
 from aclarai.daemon.search.engine import SearchHit
-from aclarai.daemon.search.output import shorten
 from aclarai.daemon.search.query import MAX_QUERY_CHARS
 from aclarai.daemon.search.session import VaultSearch
 from aclarai.daemon.service.core import (
