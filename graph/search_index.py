@@ -417,6 +417,13 @@ class SearchIndex:
                 found[stem + "*"] = int(total)
         return found
 
+    def keys_in(self, scope: str) -> set[str]:
+        """The keys of the blocks of a note or folder (see :meth:`match_words`' ``scope``)."""
+        where, params = _scope(scope)
+        with self.reading() as conn:
+            rows = conn.execute(f"SELECT d.block_id FROM search_docs d WHERE 1 {where}", params)
+            return {key for (key,) in rows}
+
     def size(self) -> int:
         with self.reading() as conn:
             return int(conn.execute("SELECT count(*) FROM search_docs").fetchone()[0])

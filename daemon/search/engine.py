@@ -184,9 +184,10 @@ class SearchEngine:
         query = query.encode("utf-8", "replace").decode("utf-8")
         parsed = index_query(query)
         loaded = self._load_vectors() if vectors else _Vectors()
+        size = self.index.size()
         if parsed.empty and not query.strip():
-            return SearchResult([], self.index.size(), loaded.missing, "the query is empty")
-        relevance = self._relevance(query, parsed, loaded, where.scope)
+            return SearchResult([], size, loaded.missing, "the query is empty")
+        relevance = self._relevance(query, parsed, loaded, where.scope, size)
         if where.min_quality is None and where.include_null is not False:
             # Quality moves a block by 15% at most: the rest cannot reach the top.
             kept = sorted(relevance, key=relevance.__getitem__, reverse=True)[: limit * 3]
@@ -195,20 +196,20 @@ class SearchEngine:
         hits.sort(key=lambda h: -self._ranked(h))
         hits = hits[:limit]
         note = "" if hits else "nothing in the vault matches"
-        return SearchResult(hits, self.index.size(), loaded.missing, note)
+        return SearchResult(hits, size, loaded.missing, note)
 
     def _ranked(self, hit: SearchHit) -> float:
         quality = hit.quality if hit.quality is not None else 0.5
         return hit.score * (1.0 + self.ranking.quality * (quality - 0.5))
 
     def _relevance(
-        self, query: str, parsed: IndexQuery, vectors: _Vectors, scope: str
+        self, query: str, parsed: IndexQuery, vectors: _Vectors, scope: str, size: int
     ) -> dict[str, float]:
         """Each candidate's relevance, 0..1: the share of the query's words it holds (weighed
         by rarity), its BM25 against the best candidate's, and its cosine with the query."""
         r = self.ranking
         weights = (r.about, 1.0, r.claims, r.nearby)
-        n = max(self.index.size(), 1)
+        n = max(size, 1)
         frequencies = self.index.document_frequencies(parsed.word_terms, parsed.gram_terms)
         found: list[WordMatch] = []
         if parsed.word_terms:
@@ -231,7 +232,8 @@ class SearchEngine:
         if self.embedder is not None and len(vectors.keys) and r.vectors:
             cosines = vectors.matrix @ self.embedder.embed(query[:2000])
             if scope:
-                inside = np.array([_in_scope(k, scope) for k in vectors.keys], dtype=bool)
+                keys = self.index.keys_in(scope)
+                inside = np.fromiter((k in keys for k in vectors.keys), bool, len(vectors.keys))
                 cosines = np.where(inside, cosines, -np.inf)
             take = min(r.candidates, len(cosines))
             top = np.argpartition(-cosines, take - 1)[:take]
@@ -318,13 +320,6 @@ class SearchEngine:
                 keys, matrix, missing = self.index.vectors(self.embedder.name)
                 self._vectors = _Vectors(version, keys, matrix.astype(np.float32) / 127.0, missing)
             return self._vectors
-
-
-def _in_scope(key: str, scope: str) -> bool:
-    file = key.partition("@")[2]
-    if scope.endswith(".md"):
-        return file == scope
-    return file.startswith(scope.rstrip("/") + "/")
 
 
 def _claim_hit(claim: StoredClaim) -> ClaimHit:

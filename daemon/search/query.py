@@ -51,9 +51,10 @@ def fold(text: str) -> str:
     """Lowercased, accents dropped: what ``unicode61 remove_diacritics 2`` makes of words."""
     if text.isascii():
         return text.lower()
-    # Accents off a decomposed text, then composed again: Hangul syllables and kana with their
-    # voicing marks (が) come back whole, as the index and the question's trigrams hold them.
-    bare = _COMBINING.sub("", unicodedata.normalize("NFD", text.lower()))
+    # Accents off a decomposed text (compatibility forms too: "ﬁ", "²"), then composed again:
+    # Hangul syllables and kana with their voicing marks (が) come back whole, as the index and
+    # the question's trigrams hold them.
+    bare = _COMBINING.sub("", unicodedata.normalize("NFKD", text.lower()))
     return unicodedata.normalize("NFC", bare)
 
 
