@@ -18,7 +18,7 @@ _CHINESE_IMPERATIVES = tuple(
         """
         点击 单击 双击 右键 打开 启用 禁用 停用 选择 选中 输入 按下 按 转到 前往 拖动 拖放
         安装 卸载 添加 删除 创建 新建 设置 使用 复制 粘贴 保存 搜索 查看 请 勾选 取消勾选 切换
-        关闭 进入 返回 访问
+        关闭 进入 返回 访问 点按 轻点 轻触 长按
         """
     )
 )
@@ -101,9 +101,12 @@ states."""
 
 _JAPANESE_COMMA = re.compile("、|ことを")
 
-_JAPANESE_TOPIC = re.compile(r"[^、。]{1,40}?(?<![にでと])(?<!場合)(?<!時)(?<!とき)は")
+_JAPANESE_TOPIC = re.compile(
+    r"[^、。]{1,40}?(?<![にでと])(?<!場合)(?<!時)(?<!とき)(?<=[^\u3040-\u309f]|[れの])は"
+)
 """A topic that opens the sentence is its subject, whatever clauses follow:
-「roundは、…を丸めます」."""
+「roundは、…を丸めます」. It follows a noun (「これは」, 「設定は」); after another kana は
+is a word's own: 「シードがはじけはじめたら」."""
 
 _TRAILING_NOTE = re.compile(r"[（(][^）)]*[）)]$")
 
@@ -130,9 +133,15 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
         urged = i > 0 and clause.startswith(("就", "请"))
         tagged = [(w, t) for w, t in _tagged(bare) if w.strip()]
-        while len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS:
+        while len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS and not _directional(
+            *tagged[0]
+        ):
             tagged.pop(0)  # 「5 分钟内确认呼叫」: a time before the verb
-        if tagged and _is_chinese_verb(*tagged[0]) and not _is_chinese_opener(clause):
+        verb_first = bool(tagged) and (
+            _is_chinese_verb(*tagged[0])
+            or (numbered and (tagged[0][1] == "vn" or _directional(*tagged[0])))
+        )
+        if verb_first and not _is_chinese_opener(clause):
             # 「起火的船」: a verb before 的 describes the noun that follows it.
             following = tagged[1][0] if len(tagged) > 1 else ""
             if following != "的" and following not in _CHINESE_STATIVE and (numbered or urged):
@@ -166,6 +175,11 @@ def _tagged(text: str) -> list[tuple[str, str]]:
 def _is_chinese_verb(word: str, tag: str) -> bool:
     """A verb of doing: not a verbal noun (「革命」) and not one that states."""
     return tag.startswith("v") and tag != "vn" and word not in _CHINESE_STATIVE
+
+
+def _directional(word: str, tag: str) -> bool:
+    """A verb with its direction, which jieba tags as a place: 「盖上」, 「拿出」, 「放进」."""
+    return tag == "f" and len(word) == 2 and word[1] in "上下出进开起回" and word[0] not in "以之往向"
 
 
 def _is_chinese_opener(clause: str) -> bool:

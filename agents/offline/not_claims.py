@@ -55,6 +55,25 @@ replicated …" goes on with a verb and states something."""
 _CITATION_END = re.compile(r",\s*(?:\d{4}|\(\d{4}\))[a-z]?\.?$")
 """How a citation with its parts between commas ends: "…, Milkweed Editions, 2013."."""
 
+_NAME_WORD = r"(?:[A-ZÀ-ÖØ-Þ][\w.'’-]*|&|and|und|et|y|e|en|ed)"
+_AUTHORED = re.compile(
+    rf"\s(?i:by|von|de|par|di|da|do|del|van|door)\s+[A-ZÀ-ÖØ-Þ][\w.'’-]*(?:,?\s+{_NAME_WORD})*"
+    r"(?:,?\s+(?:e\.\s?a\.|et al\.|u\.\s?a\.|(?:and|und|et|y|e|en) (?:others|andere|autres|"
+    r"otros|altri|outros|anderen)))?\s*\(\d{4}\)\.?$"
+    r"|[』》」”]\s*[（(]\d{4}年?[）)]\.?$"
+)
+"""A book and its author with the year, as a reading list writes it: "The Mythical Man-Month by
+Fred Brooks (1975)", "A Pattern Language van Christopher Alexander e.a. (1977)", "Thomas Kuhn
+的《科学革命的结构》（1962）". A sentence with its verb goes on: "written by Fred Brooks in 1975"."""
+
+_LABEL_VALUE_WORDS = 3
+"""The longest value after a key that is a record, not a statement: "Rate: 1.65% fixed",
+"Active time: 30 minutes", "Datum: 3. März 2025". "Encryption algorithm: AES-256 using
+Galois/Counter Mode (GCM)" says what its key's thing does."""
+
+_SHORT_FUNCTION_WORD = re.compile(r"^[a-zà-ÿ]{1,2}$")
+""""de", "of", "à" in a value: "27 de enero de 2025" is three words of a date."""
+
 _QUANTITY = re.compile(
     r"(?<![\w.,])\d+(?:[.,]\d+)?\s*(?:[µμm]?[lLgM]|kg|cl|dl|mM|µM|nM|°C|°F|"
     r"tbsp|tsp|oz|lb|cups?|ml|EL|TL|c\.\s?à\s?[sc]\.?|cda|cdta)(?![\w])"
@@ -212,6 +231,10 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         return LINK
     if _REFERENCE.match(body) or _is_list(body) or _is_citation(body, lang):
         return LABEL
+    if _AUTHORED.search(body) and (
+        lang in ("ja", "zh") or not (has_verb_marker(body, lang) or is_step(body, lang))
+    ):
+        return LABEL
     if _is_material(body, lang):
         return LABEL
     if body.endswith(("!", "！")) and (
@@ -231,12 +254,22 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         body[-1:] not in _END
         and not has_verb_marker(body, lang)
         and (word_count(body) <= _LABEL_WORDS or (body[:1].islower() or body[:1].isdigit()))
-        and not (label is not None and any(ch.isdigit() for ch in value))
+        and (label is None or _is_record(value))
     ):
-        # A setting's name, or an item that goes on its lead-in ("a radiator key"); a key with
-        # a number for its value states it ("Encryption algorithm: AES-256").
+        # A setting's name, an item that goes on its lead-in ("a radiator key"), or a key and
+        # its value in a record ("Rate: 1.65% fixed").
         return LABEL
     return None
+
+
+def _is_record(value: str) -> bool:
+    """Whether the value after a key is a record's: a few words, short function words aside
+    ("€839", "about 4,000", "27 de enero de 2025"). A longer one, or one with a participle,
+    says something of the key's thing: "AES-256 using GCM"."""
+    words = [w for w in WORD_PATTERN.findall(value) if not _SHORT_FUNCTION_WORD.match(w)]
+    return len(words) <= _LABEL_VALUE_WORDS and not any(
+        len(w) > 4 and w.endswith(("ing", "ed")) for w in words
+    )
 
 
 def _verbless_exclamation(body: str, lang: str) -> bool:

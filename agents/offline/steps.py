@@ -66,18 +66,24 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         uninstall toggle hover scroll expand collapse rename paste copy configure restart reload
         right-click double-click go add remove create delete set use see find search save check
         uncheck switch turn make ensure pick follow visit refer try run launch process
+        wait connect disconnect confirm unplug plug rinse stir bake boil fry chop preheat knead
+        pour whisk grate slice simmer submit upload invite remind reply contact redo revise
         """
     ),
     "de": word_set(
         """
         klicke öffne wähle aktiviere deaktiviere gib drücke gehe tippe ziehe installiere füge
-        erstelle lösche benutze verwende speichere suche kopiere schalte starte
+        erstelle lösche benutze verwende speichere suche kopiere schalte starte prüfe warte
+        verbinde trenne schließe bestätige aktualisiere lege stelle nimm schneide mische sende
+        schicke bereite wiederhole lerne zahle kündige überweise
         """
     ),
     "fr": word_set(
         """
         clique ouvre sélectionne choisis appuie active désactive tape va saisis glisse installe
         ajoute crée supprime utilise enregistre cherche copie colle faites faire laisser
+        vérifie attends redémarre branche débranche éteins allume ferme confirme télécharge mets
+        laisse coupe mélange envoie prépare révise paie annule
         """
     ),
     "es": word_set(
@@ -87,28 +93,35 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         arrastra instale instala añada añade cree crea use usa toque toca habilite habilita
         ingrese ingresa copie copia pegue pega guarde guarda busque busca escoja marque marca
         mantén mantenga procesa revisa desplázate desplácese repasa establece encuentra comprueba
-        cambia
+        cambia compruebe verifique revise consulte espere reinicie conecte desconecte apague
+        encienda cierre confirme descargue actualice deje ponga coloque retire corte mezcle envíe
+        prepare cancele pague
         """
     ),
     "it": word_set(
         """
         segui fai clicca apri seleziona scegli premi attiva disattiva digita vai inserisci trascina
         installa aggiungi abilita tocca crea usa utilizza copia incolla salva cerca imposta
-        controlla elabora passa scorri tieni trova verifica
+        controlla elabora passa scorri tieni trova verifica attendi riavvia collega scollega
+        spegni accendi chiudi conferma scarica aggiorna lascia metti togli taglia mescola invia
+        prepara ripassa paga annulla
         """
     ),
     "pt": word_set(
         """
         siga clique abra selecione escolha pressione ative desative digite vá acesse arraste instale
         adicione toque habilite crie use copie cole salve pesquise defina marque insira
-        role revise processe confira encontre mantenha troque verifique
+        role revise processe confira encontre mantenha troque verifique faça espere aguarde
+        reinicie conecte desconecte desligue ligue feche confirme baixe transfira atualize deixe
+        ponha coloque retire corte misture envie peça prepare reveja estude pague cancele
         """
     ),
     "nl": word_set(
         """
         klik open selecteer kies druk activeer schakel typ ga sleep installeer voeg tik zet vul
         maak gebruik kopieer plak sla zoek verwerk controleer houd voer loop stel scrol neem
-        doe geef kijk lees
+        doe geef kijk lees wacht herstart verbind ontkoppel sluit bevestig laat leg snijd meng
+        stuur bereid herhaal leer betaal annuleer
         """
     ),
 }
@@ -204,6 +217,18 @@ polite imperatives ("Calienta", "Scaldate")."""
 
 _PARTICIPLES = ("ado", "ada", "ido", "ida")
 
+_POLITE = {
+    "en": re.compile(r"\bplease\s+(?!note\b|be aware\b)[a-z]", re.I),
+    "de": re.compile(r"(?:^|\s)(?:bitte\b|Bitte\s+(?![a-zäöü]))"),
+    "fr": re.compile(r"\b(?:veuillez|merci de|merci d['’])", re.I),
+    "es": re.compile(r"\bpor favor\b", re.I),
+    "it": re.compile(r"\b(?:per favore|per cortesia|si prega di|vi preghiamo di)\b", re.I),
+    "pt": re.compile(r"\b(?:por favor|favor de)\b", re.I),
+    "nl": re.compile(r"\bgelieve\b", re.I),
+}
+"""A request says "please": "For more than 10 days, please ask 6 weeks ahead", "stellen Sie den
+Antrag bitte …", "merci de faire votre demande …". "Please note that …" passes on what follows."""
+
 _NOT_STEP_VERBS = word_set(
     """
     today yesterday tomorrow tonight now here there then later soon still sometimes often usually
@@ -271,6 +296,8 @@ _ENGLISH_NOT_VERBS = frozenset(stopwordsiso.stopwords("en")) - word_set(
     """
 )
 """Words that open no step: "Until the bridge opened …", "No real engine …"."""
+_ENGLISH_ASKED = word_set("you we they i it he she there this that these those your our")
+"""Who a "Do" that opens a question asks about: "Do you …", "Do these …"."""
 _ROMANCE = frozenset({"fr", "es", "it", "pt"})
 _COMMA_OR_AND = re.compile(r",\s+|\s+(?:y|e|et|ed)\s+")
 """Where the next of several steps in a row may begin: "…, abre Pedidos y elige el pedido"."""
@@ -391,6 +418,9 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
         lang: Its language.
         numbered: Whether it is an item of a numbered list, where a verb needs no object.
     """
+    polite = _POLITE.get(lang)
+    if polite is not None and polite.search(sentence):
+        return True
     if lang == "de" and _ends_in_infinitive(sentence):
         return True
     if lang == "nl" and _then_clause(sentence, lang):
@@ -426,6 +456,8 @@ def _clause_is_step(
     words = [w.lower() for w in WORD_PATTERN.findall(clause)[:4]]
     if after_opening and lang in ("de", "nl") and words and words[0].endswith("t"):
         return False  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
+    if lang == "en" and words[:1] == ["do"] and words[1:2] != ["not"]:
+        return len(words) > 1 and words[1] not in _ENGLISH_ASKED  # "Do four sets of …"
     negated = bool(words) and _skipped(words[0], lang) and words[0] not in _LEADING_ADVERBS
     while words and _skipped(words[0], lang):
         words.pop(0)
@@ -439,7 +471,7 @@ def _clause_is_step(
     if (
         formal is not None
         and second == formal
-        and first.endswith(("en", "t"))
+        and first.endswith(("n", "t"))
         and first not in ANY_VERB_MARKER
         and not _then_clause(sentence, lang)
     ):
