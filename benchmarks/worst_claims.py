@@ -26,7 +26,7 @@ the language: the ``llm`` backend is slow). One table, a row per language and st
 - false alarms: of the ``--worst`` weakest, those restating a sentence of their block that score
   under 0.5 on entailment or coverage, or whose weakest score is decontextualization and whose
   only want of context is a generic "you" (du/Sie, vous, tú, 你, あなた, ...); N/M and per 100;
-- no-claim %: of min(300, all) claims drawn with ``random.Random(--seed)``, those whose closest
+- no-claim %: of min(300, all) claims (``--no-claim-sample``) drawn with ``random.Random(--seed)``, those whose closest
   labelled sentence of their note (token F1, characters for zh and ja; the sentence also read
   without a leading "Note:" label) has F1 >= 0.6 and is labelled no claim, or that are a fragment:
   less than half of a claim sentence, F1 under 0.6 (and 0.3 or more, unless 80% of the claim's
@@ -195,6 +195,13 @@ def main() -> int:
     parser.add_argument("--styles", type=_names, help="labelled set: these styles (help,hub,...)")
     parser.add_argument("--sample-blocks", type=int, metavar="N", help="labelled set: N a language")
     parser.add_argument("--seed", type=int, default=0, help="labelled set: the no-claim sample")
+    parser.add_argument(
+        "--no-claim-sample",
+        type=int,
+        default=SAMPLE,
+        metavar="N",
+        help="labelled set: claims drawn for the no-claim share (default 300; 0: every claim)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="labelled set: write the rows")
     args = parser.parse_args()
     source = args.vault.resolve()
@@ -276,9 +283,12 @@ def _report_set(source: Path, languages: Sequence[str], args: argparse.Namespace
                 labels,
                 args.worst,
                 args.seed,
+                args.no_claim_sample,
             )
             rows.append(row)
-        row, examples[lang] = _row(lang, "all", blocks, claims, labels, args.worst, args.seed)
+        row, examples[lang] = _row(
+            lang, "all", blocks, claims, labels, args.worst, args.seed, args.no_claim_sample
+        )
         rows.append(row)
         blocks_by_lang[lang] = blocks
     rows = with_vs_en(rows)
@@ -414,6 +424,7 @@ def _row(
     labels: Mapping[str, Sequence[Label]],
     worst: int,
     seed: int,
+    sample_size: int = SAMPLE,
 ) -> tuple[Row, Examples]:
     """One row of the table, from the blocks and claims (scored ones worst first) it covers."""
     giving = {(c.file, c.block_id) for c in claims} & blocks.keys()
@@ -423,7 +434,7 @@ def _row(
     # Sorted first so that the sample depends on the seed only, not on the listing's order
     # nor on the block ids adopt drew for this copy.
     pool = sorted(claims, key=lambda c: (c.file, c.text, c.block_id))
-    sample = random.Random(seed).sample(pool, min(SAMPLE, len(pool)))
+    sample = random.Random(seed).sample(pool, min(sample_size or len(pool), len(pool)))
     judged = [(c, best_match(c.text, labels.get(c.file, ()), lang)) for c in sample]
     outcomes = [(c, m, verdict(m)) for c, m in judged]
     no_claims = [(c, m) for c, m, v in outcomes if v == "no-claim" and m is not None]

@@ -95,7 +95,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         mantén mantenga procesa revisa desplázate desplácese repasa establece encuentra comprueba
         cambia compruebe verifique revise consulte espere reinicie conecte desconecte apague
         encienda cierre confirme descargue actualice deje ponga coloque retire corte mezcle envíe
-        prepare cancele pague
+        prepare cancele pague inicia inicie
         """
     ),
     "it": word_set(
@@ -113,7 +113,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         adicione toque habilite crie use copie cole salve pesquise defina marque insira
         role revise processe confira encontre mantenha troque verifique faça espere aguarde
         reinicie conecte desconecte desligue ligue feche confirme baixe transfira atualize deixe
-        ponha coloque retire corte misture envie peça prepare reveja estude pague cancele
+        ponha coloque retire corte misture envie peça prepare reveja estude pague cancele inicie
         """
     ),
     "nl": word_set(
@@ -151,7 +151,7 @@ _OBJECT_WORDS: dict[str, frozenset[str]] = {
         "o a os as um uma uns umas ao aos à às do da dos das no na nos nas seu sua seus suas "
         "este esta estes estas esse essa esses essas todo toda todos todas cada"
     ),
-    "nl": word_set("de het een je jouw uw haar hun dit deze alle elk elke ze hem"),
+    "nl": word_set("de het een je jouw uw haar hun dit deze alle elk elke ze hem ons mij me beide"),
 }
 """What follows a verb and never a sentence's opening noun: articles, possessives,
 demonstratives and object pronouns. "Leave it covered", "Verser les lentilles"."""
@@ -182,7 +182,7 @@ _AFTER_INFINITIVE = word_set(
 _DUTCH_STEP_FOLLOWERS = word_set(
     """
     met in op naar voor vóór aan uit bij over tot om door tegen eerst nooit niet pas toch
-    eind altijd alleen ook er twee drie waar dat hoofdstuk
+    eind altijd alleen ook er twee drie waar dat hoofdstuk na iets
     """
 )
 """What follows a Dutch imperative when no object does: "Zaai eind april", "Begin toch …". A
@@ -344,6 +344,24 @@ _CLAUSE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
 )
 """What opens the clause after a main one: a subordinate, a relative or a coordinate clause."""
 
+_GERMAN_NEGATIONS = word_set("nicht niemals nie")
+
+_DUTCH_DETERMINERS = word_set("de het een die deze alle veel sommige beide twee drie vier")
+
+_DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
+"""A conjugated Dutch verb: the present in -t ("bekijkt"), the past in -de, -te, -den or -ten
+("volgde", "kostte", "voegden"); nouns that end so ("minuten") make the rule pass by."""
+
+_GE_INFINITIVES_NL = word_set("gebruiken geloven genieten gebeuren gehoorzamen")
+
+_DUTCH_STRONG_PAST = word_set(
+    """
+    kwam kwamen ging gingen vond vonden kreeg kregen zag zagen nam namen gaf gaven bleef bleven
+    stond stonden lag lagen zat zaten liep liepen vroeg vroegen sprak spraken schreef schreven
+    las lazen begon begonnen bracht brachten dacht dachten hield hielden liet lieten viel vielen
+    """
+)
+
 _STEP_ADVERBS_DE = word_set("nicht niemals nie immer zuerst erst dann danach bitte vorher")
 
 _COMMA = re.compile(r",\s+")
@@ -370,8 +388,12 @@ _GERMAN_NOT_FINITE = word_set(
     """
 )
 
-_CLITIC = re.compile(r"(?<=\w{3})(?:-?(?:lo|la|los|las|le|les|li|ne|me|te|se|nos|a|o))$")
-"""An object pronoun joined to an imperative: "añádelo", "aggiungilo", "adicione-a"."""
+_CLITIC = re.compile(
+    r"(?<=\w{3})(?:-?(?:lo|la|los|las|le|les|li|ne|me|te|se|nos|a|o)|-(?:vous|nous|moi|toi|lui|"
+    r"leur|en|y))$"
+)
+"""An object pronoun joined to an imperative: "añádelo", "aggiungilo", "adicione-a",
+"connectez-vous"."""
 
 _CLITIC_LANGUAGES = frozenset({"es", "it", "pt", "fr"})
 """The languages that join it: in English "pickles" would read as "pick" and "les"."""
@@ -380,6 +402,8 @@ _FORMAL_PRONOUNS = {"de": "sie", "nl": "u"}
 """The polite imperative puts its pronoun after the verb: "Klicken Sie", "Klikt u"."""
 
 _FRENCH_NOT_VERBS = word_set("chez assez nez rez")
+
+_FRENCH_ELIDED_NEGATION = re.compile(r"\b[nN]['’](?=[^\W\d_])")
 
 _VERB_MARKERS: dict[str, frozenset[str]] = {
     "en": word_set(
@@ -425,6 +449,8 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
         return True
     if lang == "nl" and _then_clause(sentence, lang):
         return False  # "Staat je vraag er niet bij, dan reageert …": a condition
+    if lang == "nl" and _dutch_infinitive_step(sentence):
+        return True
     if lang in _ROMANCE and _steps_in_a_row(sentence, lang):
         return True  # "Inicia sesión en loamgarden.com, abre Pedidos y elige el pedido"
     return any(
@@ -453,6 +479,8 @@ def _steps_in_a_row(sentence: str, lang: str) -> bool:
 def _clause_is_step(
     clause: str, sentence: str, lang: str, *, numbered: bool, after_opening: bool
 ) -> bool:
+    if lang == "fr":
+        clause = _FRENCH_ELIDED_NEGATION.sub("ne ", clause)  # "N'essayez pas …"
     words = [w.lower() for w in WORD_PATTERN.findall(clause)[:4]]
     if after_opening and lang in ("de", "nl") and words and words[0].endswith("t"):
         return False  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
@@ -559,6 +587,8 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
         subjects = _GERMANIC_SUBJECTS if lang == "de" else _DUTCH_SUBJECTS
         if second in subjects or (lang == "de" and first.endswith(("t", "en", "st"))):
             return False  # "Bleibt ein Heizkörper …", "Loopt hij vast, …": a conditional
+        if lang == "de" and second in _GERMAN_NEGATIONS:
+            return True  # "Versuch nicht, sie …", "Vergiss nie, …": a stem before "nicht"
         head = _DUTCH_SUBORDINATE.split(clause, maxsplit=1)[0]
         if (
             lang == "nl"
@@ -579,6 +609,8 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
         return True  # "Deja secar la pared", "Fate cuocere la cipolla"
     if plural_step:
         return True  # "Cuocete per 20 minuti": the plural imperative says so by itself
+    if lang in _IMPERATIVE_ENDINGS and not infinitive and _AMOUNT.match(second):
+        return True  # "Hornea 20 minutos", "Aggiungi 200 g" ("Cuesta 20 euros" is no step)
     if numbered and second in _STEP_FOLLOWERS and not has_verb_marker(clause, lang):
         return True  # "1. Bake for 20 minutes", "2. Sazona con sal"
     return infinitive and second in _AFTER_INFINITIVE
@@ -703,6 +735,46 @@ def _ends_in_infinitive(sentence: str) -> bool:
     if following in ("dass", "ob"):
         return False  # "Die Autoren vermuten, dass …": who says what
     return len(words) >= 3 or words[0].lower() in _STEP_ADVERBS_DE
+
+
+def _dutch_infinitive_step(sentence: str) -> bool:
+    """A Dutch to-do puts its infinitive last, after no subject and no conjugated verb: "De
+    fles onder de microscoop bekijken en de confluentie noteren", "QA vragen om … te keuren".
+    Dutch writes its nouns in lower case, so a plural noun ends the same way; a verb in -t
+    ("bekijkt"), in the past ("volgde", "kwamen") or a plural subject before its verb ("De
+    treinen rijden …") make a statement, and such a sentence is passed by."""
+    text = _CODE_SPAN.sub(" ", sentence)
+    written = WORD_PATTERN.findall(text)
+    words = [w.lower() for w in written]
+    if len(words) < 3 or _DUTCH_SUBORDINATE.search(text.lower()):
+        return False  # a subordinate clause has a verb of its own, which this cannot tell
+    stop = function_words("nl")
+    verb = len(words) - 1
+    if words[verb - 1] == "te":
+        # "QA vragen om de ronde goed te keuren": the infinitive before "om" is the to-do's
+        verb = words.index("om") - 1 if "om" in words[1:verb] else -1
+    if verb < 1 or not written[verb].islower() or not _is_dutch_infinitive(words[verb], stop):
+        return False  # "… in Londen": a name
+    others = words[:verb] + words[verb + 1 :]
+    return not (
+        any(w in _DUTCH_SUBJECTS or w in _VERB_MARKERS["nl"] for w in words)
+        or any(_DUTCH_FINITE.search(w) and w not in stop for w in others[1:])
+        or any(w in _DUTCH_STRONG_PAST for w in others)
+        or (others[0] not in _DUTCH_DETERMINERS and _is_dutch_infinitive(others[0], stop))
+        or (
+            words[0] in _DUTCH_DETERMINERS
+            and words[1].endswith(("en", "s"))
+            and _is_dutch_infinitive(words[2], stop)
+        )
+    )
+
+
+def _is_dutch_infinitive(word: str, stop: frozenset[str]) -> bool:
+    """An infinitive by its ending, not a participle ("gegeven") or a function word."""
+    participle = word.startswith("ge") and len(word) >= 7 and word not in _GE_INFINITIVES_NL
+    return (
+        len(word) >= 5 and word.endswith("en") and word.isalpha() and word not in stop
+    ) and not participle
 
 
 def _verb_second(clause: str) -> bool:
