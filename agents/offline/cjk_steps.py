@@ -179,7 +179,9 @@ def _is_chinese_verb(word: str, tag: str) -> bool:
 
 def _directional(word: str, tag: str) -> bool:
     """A verb with its direction, which jieba tags as a place: 「盖上」, 「拿出」, 「放进」."""
-    return tag == "f" and len(word) == 2 and word[1] in "上下出进开起回" and word[0] not in "以之往向"
+    return (
+        tag == "f" and len(word) == 2 and word[1] in "上下出进开起回" and word[0] not in "以之往向"
+    )
 
 
 def _is_chinese_opener(clause: str) -> bool:

@@ -64,7 +64,7 @@ _AUTHORED = re.compile(
 )
 """A book and its author with the year, as a reading list writes it: "The Mythical Man-Month by
 Fred Brooks (1975)", "A Pattern Language van Christopher Alexander e.a. (1977)", "Thomas Kuhn
-的《科学革命的结构》（1962）". A sentence with its verb goes on: "written by Fred Brooks in 1975"."""
+的《科学革命的结构》（1962）". A sentence with its verb goes on: "written by Brooks in 1975"."""
 
 _LABEL_VALUE_WORDS = 3
 """The longest value after a key that is a record, not a statement: "Rate: 1.65% fixed",
