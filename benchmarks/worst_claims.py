@@ -27,8 +27,9 @@ the language: the ``llm`` backend is slow). One table, a row per language and st
   under 0.5 on entailment or coverage, or whose weakest score is decontextualization and whose
   only want of context is a generic "you" (du/Sie, vous, tú, 你, あなた, ...); N/M and per 100;
 - no-claim %: of min(300, all) claims (``--no-claim-sample N``; 0 takes every claim) drawn
-  with ``random.Random(--seed)``, those whose closest labelled sentence of their note (token F1, characters for zh and ja; the sentence also read
-  without a leading "Note:" label) has F1 >= 0.6 and is labelled no claim, or that are a fragment:
+  with ``random.Random(--seed)``, those whose closest labelled sentence of their note (token
+  F1, characters for zh and ja; the sentence also read without a leading "Note:" label) has F1
+  >= 0.6 and is labelled no claim, or that are a fragment:
   less than half of a claim sentence, F1 under 0.6 (and 0.3 or more, unless 80% of the claim's
   tokens are in it). Other claims matching nothing (F1 under 0.3) are counted as unmatched, not as
   no-claims; "no-claim kinds" counts the no-claims by their label's kind, fragments apart;
