@@ -149,8 +149,8 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
         urged = i > 0 and clause.startswith(("就", "请"))
         tagged = [(w, t) for w, t in _tagged(bare) if w.strip()]
-        while len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS and not _directional(
-            *tagged[0]
+        while (
+            len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS and not _directional(*tagged[0])
         ):
             tagged.pop(0)  # 「5 分钟内确认呼叫」: a time before the verb
         if tagged and tagged[0][0] in _CHINESE_ACTION_VERBS:

@@ -44,7 +44,7 @@ LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION = (
 )
 
 _LABEL = re.compile(
-    r"^[ \t]*(?P<label>[^\W\d_][\w.'’&/-]*(?:[ \t]+[^\W\d_][\w.'’&/-]*){0,2})"
+    r"^[ \t]*(?P<label>[^\W\d_][\w.'’&/-]*(?:[ \t]+[^\W\d_][\w.'’&/-]*){0,4})"
     r"(?:[ \t]*:[ \t]+|[ \t]*：[ \t]*)(?=\S)"
 )
 
@@ -66,19 +66,29 @@ _AUTHORED = re.compile(
 Fred Brooks (1975)", "A Pattern Language van Christopher Alexander e.a. (1977)", "Thomas Kuhn
 的《科学革命的结构》（1962）". A sentence with its verb goes on: "written by Brooks in 1975"."""
 
+_SHORT_LABEL_WORDS = 3
+"""The longest label before a sentence ("Note:", "Decision:", "Romanian deadlift:"); a record's
+key may be longer ("Mantenimiento de la caldera: Harlow Heating, 0161 555 0142")."""
+
 _LABEL_VALUE_WORDS = 3
 """The longest value after a key that is a record, not a statement: "Rate: 1.65% fixed",
 "Active time: 30 minutes", "Datum: 3. März 2025". "Encryption algorithm: AES-256 using
 Galois/Counter Mode (GCM)" says what its key's thing does."""
+
+_RECORD_PARTS = re.compile(r"[,;、，；]\s*")
+_RECORD_PART_WORDS = 7
 
 _SHORT_FUNCTION_WORD = re.compile(r"^[a-zà-ÿ]{1,2}$")
 """"de", "of", "à" in a value: "27 de enero de 2025" is three words of a date."""
 
 _QUANTITY = re.compile(
     r"(?<![\w.,])\d+(?:[.,]\d+)?\s*(?:[µμm]?[lLgM]|kg|cl|dl|mM|µM|nM|°C|°F|"
-    r"tbsp|tsp|oz|lb|cups?|ml|EL|TL|c\.\s?à\s?[sc]\.?|cda|cdta)(?![\w])"
+    r"tbsp|tsp|oz|lb|cups?|ml|EL|TL|c\.\s?à\s?[sc]\.?|cda|cdta|cucharadas?|cucharaditas?|"
+    r"cucchia(?:i|io|ini|ino)|colheres?|c\.\s?de\s?(?:sopa|chá)|eetlepels?|theelepels?)(?![\w])"
+    r"|(?<![\w.,])\d+\s*[×x]\s*\d+(?![\w.,])"
 )
-"""An amount with its unit: "10 mL", "1,25 µL", "200 g", "37 °C", "2 tbsp"."""
+"""An amount with its unit ("10 mL", "1,25 µL", "200 g", "37 °C", "2 tbsp", "2 cucharadas"), or
+sets of a count ("3×15", "6 × 800 m")."""
 
 _UNSPACED_GREETING = re.compile(
     r"おはよう|ありがとう|こんにちは|お疲れ|谢谢|你好|早上好|大家好|辛苦了"
@@ -182,13 +192,15 @@ def split_label(sentence: str) -> tuple[str | None, str]:
     """``sentence``'s opening label and the rest ("Note: x" → ``("Note", "x")``, "注意：x" →
     ``("注意", "x")``), or ``(None, sentence)``.
 
-    A label is one to three words with no verb: a time ("14:02"), an address ("https://") or a
-    clause ("Tom disagreed: …") is none.
+    A label is one to three words with no verb, or up to six before a value with no end mark:
+    a time ("14:02"), an address ("https://") or a clause ("Tom disagreed: …") is none.
     """
     match = _LABEL.match(sentence)
     if match is None:
         return None, sentence
     words = [w.lower() for w in WORD_PATTERN.findall(match.group("label"))]
+    if len(words) > _SHORT_LABEL_WORDS and sentence.rstrip()[-1:] in _END:
+        return None, sentence  # "It describes three of them: …" opens a sentence, not a record
     if any(
         w in ANY_VERB_MARKER or w in _SPEECH_VERBS or (len(w) > 3 and w.endswith("ed"))
         for w in words
@@ -250,26 +262,29 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
     label, value = split_label(body)
     if label is not None and _RATING.match(value):
         return LABEL  # "Rating: 4/5", "Voto: 4/5."
-    if (
-        body[-1:] not in _END
-        and not has_verb_marker(body, lang)
-        and (word_count(body) <= _LABEL_WORDS or (body[:1].islower() or body[:1].isdigit()))
-        and (label is None or _is_record(value))
-    ):
+    if body[-1:] not in _END and not has_verb_marker(body, lang):
         # A setting's name, an item that goes on its lead-in ("a radiator key"), or a key and
         # its value in a record ("Rate: 1.65% fixed").
-        return LABEL
+        if label is not None:
+            return LABEL if _is_record(value) else None
+        if word_count(body) <= _LABEL_WORDS or body[:1].islower() or body[:1].isdigit():
+            return LABEL
     return None
 
 
 def _is_record(value: str) -> bool:
     """Whether the value after a key is a record's: a few words, short function words aside
-    ("€839", "about 4,000", "27 de enero de 2025"). A longer one, or one with a participle,
-    says something of the key's thing: "AES-256 using GCM"."""
+    ("€839", "about 4,000", "27 de enero de 2025"), or short parts in a row ("Dra. Hanna
+    Lindqvist, radioastrónoma de Chalmers", "Montréal (Trudel), Biographie de Jeanne Mance").
+    A longer one, or one with a participle, says something of the key's thing: "AES-256 using
+    GCM"."""
     words = [w for w in WORD_PATTERN.findall(value) if not _SHORT_FUNCTION_WORD.match(w)]
-    return len(words) <= _LABEL_VALUE_WORDS and not any(
-        len(w) > 4 and w.endswith(("ing", "ed")) for w in words
-    )
+    if any(len(w) > 4 and w.endswith(("ing", "ed")) for w in words):
+        return False
+    if len(words) <= _LABEL_VALUE_WORDS:
+        return True
+    parts = [p for p in _RECORD_PARTS.split(value) if p.strip()]
+    return len(parts) >= 2 and all(word_count(p) <= _RECORD_PART_WORDS for p in parts)
 
 
 def _verbless_exclamation(body: str, lang: str) -> bool:
@@ -357,9 +372,13 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
     body = sentence.lstrip("「『（(【 ")
     if body.startswith(_UNSPACED_PARTICLES):
         return FRAGMENT
-    # Japanese and Chinese end a sentence with 。: a short line without it is a setting or a name.
-    if body[-1:] not in _END and len(body) <= _UNSPACED_LABEL_CHARS:
-        return LABEL
+    # Japanese and Chinese end a sentence with 。: a short line without it is a setting or a name,
+    # and so is a key with short values in a row (「资料来源：The Ghost Map、Bridging the Firth」).
+    if body[-1:] not in _END:
+        label, value = split_label(body)
+        short = all(len(p) <= _UNSPACED_LABEL_CHARS for p in _RECORD_PARTS.split(value))
+        if len(body) <= _UNSPACED_LABEL_CHARS or (short and (label is not None or "、" in value)):
+            return LABEL
     if lang == "zh":
         return INSTRUCTION if is_chinese_step(body, numbered=numbered) else None
     if is_japanese_lead_in(body):
