@@ -38,6 +38,9 @@ _CHINESE_MODAL_STEP = re.compile(r"^(?:请(?![求假教])|记得|务必|一定�
 """A request, a reminder or advice that opens a clause: 「请新建…」, 「记得提前订位」, 「尽量坐
 地铁」."""
 
+_CHINESE_MODAL = re.compile("会|能|可以|可能|不了")
+"""What a statement says can or will happen: 「在桌面浏览器中可以正常使用」."""
+
 _CHINESE_STEP_ADVERB = re.compile(
     r"^(?:(?:请|先|再|然后|接着|最后|首先|立即|立刻|马上|只|就|务必|一定)\s*)+"
 )
@@ -77,6 +80,13 @@ _JAPANESE_STEP = re.compile(
 )
 """A polite step (「バルブを閉めます」), a request (「食べてみて」), or a to-do in the form of a
 noun of doing (「予約しておくこと」, 「入れないこと」)."""
+
+_JAPANESE_ADVICE = re.compile(
+    r"(?:(?<![だで])[おこそとのほもよろごぞどぼぽ]う|ましょう|(?:の|ほう)が(?:おすすめ|いい|よい)|"
+    r"(?:た|る)ほうがいい)[。．!！]?$"
+)
+"""A suggestion or advice: 「手すりにつかまろう」, 「外で待ちましょう」, 「朝早く行くのがおすすめ」
+(「だろう」 and 「でしょう」 guess)."""
 
 _JAPANESE_PLAIN_STEP = re.compile(r"[うくぐすつぬぶむる][。．]?$")
 """A numbered step may be in the plain form: 「枝を取り除く」, 「収穫する」."""
@@ -143,8 +153,14 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
     if _CHINESE_PROHIBITION.search(sentence):
         return True
     clauses = [c.strip() for c in re.split(r"[，；,;]", sentence) if c.strip()]
+    if any(_CHINESE_MODAL_STEP.match(c) for c in clauses) or (
+        sentence.startswith("把") and not _CHINESE_MODAL.search(clauses[0])
+    ):
+        return (
+            True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with a thing
+        )
     for i, clause in enumerate(clauses):
-        if clause.startswith(_CHINESE_IMPERATIVES) or _CHINESE_MODAL_STEP.match(clause):
+        if clause.startswith(_CHINESE_IMPERATIVES):
             return True
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
         urged = i > 0 and clause.startswith(("就", "请"))
@@ -166,6 +182,17 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
                 return True
             if any(w == "`" for w, _ in tagged[1:3]):
                 return True  # 「运行 `tidewatch init`」: a verb with a command as its object
+        if (
+            bare.startswith(_CHINESE_COVERBS)
+            and not bare.startswith(_CHINESE_NOT_COVERBS)
+            and not _is_chinese_opener(clause)
+            and not _CHINESE_MODAL.search(clause)
+            and any(
+                w in _CHINESE_ACTION_VERBS or (len(w) > 1 and w in _CHINESE_IMPERATIVES)
+                for w, _ in tagged
+            )
+        ):
+            return True  # 「在 Sentry 仪表盘上检查…」: where or with what, then a verb of doing
         if (
             numbered
             and bare.startswith(_CHINESE_COVERBS)
@@ -219,6 +246,8 @@ def is_japanese_lead_in(sentence: str) -> bool:
 def is_japanese_step(sentence: str, *, numbered: bool = False) -> bool:
     """A polite step, a request or a to-do with no subject in its main clause; in a numbered list,
     a plain verb too."""
+    if _JAPANESE_ADVICE.search(sentence):
+        return True
     core = _TRAILING_NOTE.sub("", sentence.rstrip("。．！ ")).rstrip("。． ")
     # The main clause comes last: 「表示するには、名前を追加します。」 is a step.
     clauses = _JAPANESE_SUBORDINATE if numbered or core.endswith("こと") else _JAPANESE_COMMA
