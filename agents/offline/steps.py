@@ -132,7 +132,8 @@ _OBJECT_WORDS: dict[str, frozenset[str]] = {
         "any some"
     ),
     "de": word_set(
-        "die das den ein eine einen dein deine deinen ihren ihre ihn es sie alle jeden jede jedes"
+        "die das den ein eine einen dein deine deinen ihren ihre ihn es sie alle jeden jede jedes "
+        "beide dich dir mich mir uns euch weder nichts"
     ),
     "fr": word_set(
         "le la les un une des du au aux ce cet cette ces son sa ses leur leurs mon ma mes "
@@ -219,7 +220,7 @@ _PARTICIPLES = ("ado", "ada", "ido", "ida")
 
 _POLITE = {
     "en": re.compile(r"\bplease\s+(?!note\b|be aware\b)[a-z]", re.I),
-    "de": re.compile(r"(?:^|\s)(?:bitte\b|Bitte\s+(?![a-zäöü]))"),
+    "de": re.compile(r"^\s*Bitte\b|\sbitte\b"),
     "fr": re.compile(r"\b(?:veuillez|merci de|merci d['’])", re.I),
     "es": re.compile(r"\bpor favor\b", re.I),
     "it": re.compile(r"\b(?:per favore|per cortesia|si prega di|vi preghiamo di)\b", re.I),
@@ -292,7 +293,8 @@ _ENGLISH_NOT_BASE = ("ed", "ing", "ly")
 _ENGLISH_NOT_VERBS = frozenset(stopwordsiso.stopwords("en")) - word_set(
     """
     ask call fill find get give go keep let look make move open place put run see show stop take
-    tell try turn use need help check add end close cut mark set start test
+    tell try turn use need help check add end close cut mark set start test announce buy copy fix
+    forward join order specify suggest thank
     """
 )
 """Words that open no step: "Until the bridge opened …", "No real engine …"."""
@@ -346,13 +348,23 @@ _CLAUSE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
 
 _GERMAN_NEGATIONS = word_set("nicht niemals nie")
 
-_DUTCH_DETERMINERS = word_set("de het een die deze alle veel sommige beide twee drie vier")
+_DUTCH_DETERMINERS = word_set("de het een die deze alle veel sommige beide twee drie vier geen")
+
+_NUMBER = re.compile(r"^\d[\d.,⁰-⁹]*$")
 
 _DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
 """A conjugated Dutch verb: the present in -t ("bekijkt"), the past in -de, -te, -den or -ten
 ("volgde", "kostte", "voegden"); nouns that end so ("minuten") make the rule pass by."""
 
+_DUTCH_ADVERBS_IN_EN = word_set("meteen samen even open boven binnen buiten beneden tegen")
+
 _GE_INFINITIVES_NL = word_set("gebruiken geloven genieten gebeuren gehoorzamen")
+
+_DUTCH_AFTER_INFINITIVE = word_set(
+    "bij in op met tegen van naar uit voor door gedurende zonder tijdens na onder en"
+)
+"""What may follow a Dutch to-do's infinitive: a phrase of place, means or time ("… draaien
+tegen staging"), or the next to-do ("… afzuigen en één keer spoelen")."""
 
 _DUTCH_STRONG_PAST = word_set(
     """
@@ -361,6 +373,46 @@ _DUTCH_STRONG_PAST = word_set(
     las lazen begon begonnen bracht brachten dacht dachten hield hielden liet lieten viel vielen
     """
 )
+
+_GERMAN_AFTER_STEM = word_set(
+    """
+    in im am an auf aus bei mit nach vor zu zum zur über unter durch für gegen ohne um danach
+    dann zuerst vorher früh spät immer nie nicht
+    """
+)
+"""What follows a German imperative of the familiar form when no object does: "Kontrollier
+danach das Manometer", "Leere nach jeder Ladung …", "Geh in dem Fall …"."""
+
+_GERMAN_NOUN_ENDINGS = (
+    "en",
+    "t",
+    "st",
+    "ung",
+    "heit",
+    "keit",
+    "schaft",
+    "tion",
+    "ion",
+    "er",
+    "el",
+    "chen",
+    "lein",
+    "ie",
+    "ik",
+    "ität",
+    "ismus",
+    "in",
+    "nis",
+    "um",
+    "us",
+    "a",
+    "o",
+    "i",
+    "y",
+    "s",
+)
+"""How the nouns that may open a German statement end ("Kaffee" aside): a familiar imperative is
+a bare stem ("Schreib", "Komm", "Kontrollier") or one in -e ("Leere")."""
 
 _STEP_ADVERBS_DE = word_set("nicht niemals nie immer zuerst erst dann danach bitte vorher")
 
@@ -445,7 +497,7 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
     polite = _POLITE.get(lang)
     if polite is not None and polite.search(sentence):
         return True
-    if lang == "de" and _ends_in_infinitive(sentence):
+    if lang == "de" and (_ends_in_infinitive(sentence) or _german_stem_step(sentence)):
         return True
     if lang == "nl" and _then_clause(sentence, lang):
         return False  # "Staat je vraag er niet bij, dan reageert …": a condition
@@ -753,12 +805,36 @@ def _dutch_infinitive_step(sentence: str) -> bool:
     if words[verb - 1] == "te":
         # "QA vragen om de ronde goed te keuren": the infinitive before "om" is the to-do's
         verb = words.index("om") - 1 if "om" in words[1:verb] else -1
+    else:
+        # "De suite draaien tegen staging", "30 seconden denatureren bij 98 °C": a phrase of
+        # place, means or time may follow the infinitive
+        while verb > 1 and not _is_dutch_infinitive(words[verb], stop):
+            verb -= 1
+        if verb + 1 < len(words) and words[verb + 1] not in _DUTCH_AFTER_INFINITIVE:
+            return False
     if verb < 1 or not written[verb].islower() or not _is_dutch_infinitive(words[verb], stop):
         return False  # "… in Londen": a name
     others = words[:verb] + words[verb + 1 :]
+    counted = {i + 1 for i, w in enumerate(others) if _NUMBER.match(w) or w in _DUTCH_DETERMINERS}
     return not (
-        any(w in _DUTCH_SUBJECTS or w in _VERB_MARKERS["nl"] for w in words)
-        or any(_DUTCH_FINITE.search(w) and w not in stop for w in others[1:])
+        any(w in _DUTCH_SUBJECTS or w in _VERB_MARKERS["nl"] or w == "er" for w in words)
+        or any(w.endswith(("aan", "oen", "ien", "ijn")) and w not in stop for w in others)
+        or (verb > 1 and words[verb - 1].endswith("s") and not _NUMBER.match(words[verb - 2]))
+        or (verb > 1 and words[0].endswith(("s", "en")) and words[0] not in stop)
+        or any(_DUTCH_PARTICIPLE.match(w) and w not in _GE_INFINITIVES_NL for w in others)
+        or any(
+            # "Albrecht en Andreas bergen met een duikklok …": a plural verb before the last word
+            _is_dutch_infinitive(w, stop)
+            and i not in counted
+            and (i + 1 >= len(others) or others[i + 1] != "en")
+            for i, w in enumerate(others[:verb])
+            if i > 0
+        )
+        or any(
+            _DUTCH_FINITE.search(w) and w not in stop and i not in counted  # "3 minuten"
+            for i, w in enumerate(others)
+            if i > 0
+        )
         or any(w in _DUTCH_STRONG_PAST for w in others)
         or (others[0] not in _DUTCH_DETERMINERS and _is_dutch_infinitive(others[0], stop))
         or (
@@ -770,11 +846,39 @@ def _dutch_infinitive_step(sentence: str) -> bool:
 
 
 def _is_dutch_infinitive(word: str, stop: frozenset[str]) -> bool:
-    """An infinitive by its ending, not a participle ("gegeven") or a function word."""
+    """An infinitive by its ending, not a participle ("gegeven"), an adverb ("meteen") or a
+    function word."""
+    if word in _DUTCH_ADVERBS_IN_EN:
+        return False
     participle = word.startswith("ge") and len(word) >= 7 and word not in _GE_INFINITIVES_NL
     return (
         len(word) >= 5 and word.endswith("en") and word.isalpha() and word not in stop
     ) and not participle
+
+
+def _german_stem_step(sentence: str) -> bool:
+    """A German statement has its verb second, so one opened by a bare verb stem before a
+    preposition or an adverb, with no verb or subject after it, is a step: "Schreib am Ende
+    deiner Woche eine Übergabenotiz", "Komm früh am Morgen, bevor …"."""
+    words = WORD_PATTERN.findall(_COMMA.split(sentence)[0])
+    if len(words) < 3 or not words[0].isalpha():
+        return False
+    first, second = words[0].lower(), words[1].lower()
+    return (
+        first not in function_words("de")
+        and first not in _NOT_STEP_VERBS
+        and not first.endswith(_GERMAN_NOUN_ENDINGS)
+        and second in _GERMAN_AFTER_STEM
+        and not any(
+            w.lower() in _VERB_MARKERS["de"] or w.lower() in _GERMANIC_SUBJECTS or _looks_finite(w)
+            for w in words[1:]
+        )
+        # "Exporte mit mehr als 10.000 Zeilen laufen …": a plural subject and its verb
+        and not any(
+            w.islower() and len(w) > 3 and w.endswith("en") and w not in function_words("de")
+            for w in words[1:]
+        )
+    )
 
 
 def _verb_second(clause: str) -> bool:
