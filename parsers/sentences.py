@@ -35,7 +35,7 @@ _ABBREVIATIONS = frozenset(
     env p.ex cf mme mlle
     p.ej aprox sra srta dra pág
     ecc sig dott pag
-    bijv o.a enz blz mevr
+    bijv o.a e.a enz blz mevr
     """.split()  # noqa: SIM905 - a word list reads better as prose
 )
 _MONTHS = frozenset(

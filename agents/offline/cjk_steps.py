@@ -38,6 +38,9 @@ _CHINESE_MODAL_STEP = re.compile(r"^(?:请(?![求假教])|记得|务必|一定�
 """A request, a reminder or advice that opens a clause: 「请新建…」, 「记得提前订位」, 「尽量坐
 地铁」."""
 
+_CHINESE_REMINDER = re.compile(r"(?<![我你他她们不没])记得(?![了的])")
+"""「晚餐记得提前订位」: a reminder, wherever it stands; 「我记得」 remembers."""
+
 _CHINESE_MODAL = re.compile("会|能|可以|可能|不了")
 """What a statement says can or will happen: 「在桌面浏览器中可以正常使用」."""
 
@@ -73,7 +76,19 @@ _CHINESE_STATIVE = word_set(
 
 _CHINESE_TIME_TAGS = frozenset({"t", "tg", "m", "mq", "q", "f"})
 
-_CHINESE_OPENERS = ("如果", "若", "当", "一旦", "待", "为了", "要是", "假如", "如需", "如要")
+_CHINESE_OPENERS = (
+    "如果",
+    "若",
+    "当",
+    "一旦",
+    "待",
+    "为了",
+    "要是",
+    "假如",
+    "如需",
+    "如要",
+    "万一",
+)
 
 _JAPANESE_STEP = re.compile(
     r"(?:ます|ください|(?<!という)(?<=[うくぐすつぬぶむるい])こと|て|てね)[。．]?$"
@@ -159,9 +174,11 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         return (
             True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with a thing
         )
+    if _CHINESE_REMINDER.search(sentence):
+        return True
     for i, clause in enumerate(clauses):
-        if clause.startswith(_CHINESE_IMPERATIVES):
-            return True
+        if clause.startswith(_CHINESE_IMPERATIVES) or (clause.startswith("把") and i > 0):
+            return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
         urged = i > 0 and clause.startswith(("就", "请"))
         tagged = [(w, t) for w, t in _tagged(bare) if w.strip()]

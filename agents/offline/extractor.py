@@ -242,8 +242,10 @@ def sentence_to_claim(
     """
     text = normalize_text(sentence.replace("’", "'"))
     if labelled:
-        if not_a_claim(text, lang) == NAVIGATION:
-            return None  # "Weiter: …", "Suite : …": the label says where to go, not what is
+        if not_a_claim(text, lang) in (NAVIGATION, LABEL):
+            # "Weiter: …" says where to go; "Invitada: Dra. Hanna Lindqvist, radioastrónoma de
+            # Chalmers" is a record: its value alone would read as a sentence
+            return None
         text = _unlabelled(text, lang)
     if not text or not_a_claim(text, lang, numbered=numbered) is not None:
         return None

@@ -345,3 +345,91 @@ def test_a_statement_shaped_like_a_step_still_gives_its_claim(said: str) -> None
 )
 def test_a_numbered_item_with_a_subject_is_no_step(said: str) -> None:
     assert claims_of(f"1. {said}") == [said]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "For more than 10 working days in a row, please ask at least 6 weeks in advance.",
+        "Für mehr als 10 Arbeitstage am Stück stellen Sie den Antrag bitte 6 Wochen im Voraus.",
+        "Pour plus de 10 jours ouvrés d'affilée, merci de faire votre demande à l'avance.",
+        "Vergewissern Sie sich, dass die Lüftungsschlitze nicht verdeckt sind.",
+        "Compruebe que su router permite el tráfico saliente por el puerto 8883.",
+        "1. Do four sets of stretch and folds, 30 minutes apart.",
+        "1. Faça quatro séries de dobras, com 30 minutos de intervalo.",
+        "Buy your ticket in the DOT Tickets app before you go down to the platform.",
+        "Lorsque l'application vous le demande, connectez-vous au réseau temporaire.",
+        "N'essayez pas de la forcer.",
+        "Inicia sesión en Google Workspace con la contraseña temporal.",
+        "Hornea 20 minutos con la tapa puesta.",
+        "Versuch nicht, sie mit Gewalt aufzumachen.",
+        "Schreib am Ende deiner Woche eine Übergabenotiz in #oncall-handover.",
+        "Bitte sag uns Bescheid, falls das passiert.",
+        "De fles onder de microscoop bekijken en de confluentie noteren.",
+        "QA vragen om de mobiele-webronde goed te keuren.",
+        "30 seconden denatureren bij 98 °C.",
+        "Mail ons je bestelnummer en een korte beschrijving van het probleem.",
+        "1. 盖上锅盖烤 20 分钟，然后将温度调低至 230 °C。",
+        "1. 检查灯头背面的通风口是否被纸张或布料遮挡。",
+        "点按申请维修，然后选择你的台灯。",
+        "要嵌入文件，请在内部链接前加一个感叹号。",
+        "在 Sentry 仪表盘上检查 staging 环境最近 48 小时内的新错误。",
+        "万一警报响了，把密码输入两次。",
+        "周五和周六的晚餐记得提前订位。",
+        "1. シードがはじけはじめたら、クミン、にんにく、唐辛子を加えて40秒ほど炒める。",
+        "入口で番号札をもらって、外で待とう。",
+        "朝早く、ツアーの団体が来る前に行くのがおすすめ。",
+    ],
+)
+def test_requests_and_steps_of_every_form_give_no_claim(step: str) -> None:
+    """A step says "please" or its polite or familiar imperative (Sie, du, vous, usted), puts
+    its Dutch or German infinitive last, or opens a Chinese clause with 请, 记得 or 把."""
+    assert claims_of(step) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- *The Mythical Man-Month* by Fred Brooks (1975)",
+        "- *Een patroontaal* van Christopher Alexander e.a. (1977)",
+        "- Thomas Kuhn 的《科学革命的结构》（1962）",
+        "Datum: 3. März 2025",
+        "Fecha: 27 de enero de 2025",
+        "- Rate: 1.65% fixed",
+        "- Active time: 30 minutes",
+        "Invitada: Dra. Hanna Lindqvist, radioastrónoma de la Universidad Tecnológica Chalmers",
+        "Fontes: Montréal, la formation d'une société (Trudel), Biografia de Jeanne Mance",
+        "Mantenimiento de la caldera: Harlow Heating, 0161 555 0142",
+        "- Semanas 1–4: 6 × 800 m a 5:00/km, recuperación de 90 s trotando",
+        "- Plancha lateral 3 × 30 s por lado",
+        "- per la tarka: 2 cucchiai di ghee, 1 cucchiaino di semi di cumino",
+        "资料来源：The Forth Bridge (Paxton)、Bridging the Firth",
+    ],
+)
+def test_records_and_reading_lists_give_no_claim(line: str) -> None:
+    """A key with a short value or short parts in a row is a record, and a book with its author
+    and year an entry of a reading list: neither states anything with a predicate."""
+    assert claims_of(line) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Exports van meer dan 10.000 rijen draaien op de bestaande Sidekiq-queue.",
+        "Latere declaraties schuiven door naar de volgende maand.",
+        "Een Cotton 40-programma duurt 3 uur en 10 minuten.",
+        "In dit log staan de beslissingen van het productteam van Tally, de nieuwste bovenaan.",
+        "Albrecht von Treileben en Andreas Peckell bergen met een duikklok de bronzen kanonnen.",
+        "De treinen rijden om de 10 minuten.",
+        "Alarme mit dem Schweregrad low lösen zwischen 22:00 und 07:00 Uhr keinen Page aus.",
+        "It describes three of them: representativeness, availability, and anchoring.",
+        "Brooks wrote The Mythical Man-Month in 1975.",
+        "对 NOAA API 的请求失败后，现在会以指数退避方式最多重试三次。",
+        "在桌面浏览器中可以正常使用，但图表在手机上还不能自适应尺寸。",
+        "在零售商处购买的产品按该零售商的退货政策处理。",
+        "1. Sales grew 20% in 2023.",
+    ],
+)
+def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: str) -> None:
+    claim = said.removeprefix("1. ")
+    assert claims_of(said) == [claim]
