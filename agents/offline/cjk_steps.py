@@ -181,7 +181,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
         urged = i > 0 and clause.startswith(("就", "请"))
-        tagged = [(w, t) for w, t in _tagged(bare) if w.strip()]
+        tagged = [(w, t) for w, t in tag_chinese(bare) if w.strip()]
         while (
             len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS and not _directional(*tagged[0])
         ):
@@ -215,18 +215,18 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             and bare.startswith(_CHINESE_COVERBS)
             and not bare.startswith(_CHINESE_NOT_COVERBS)
         ):
-            if any(_is_chinese_verb(w, t) for w, t in _tagged(bare[1:])):
+            if any(_is_chinese_verb(w, t) for w, t in tag_chinese(bare[1:])):
                 return True
             # 「在面团上撒盐，加入…」: the verb may open the next clause, with no subject before it.
             following = clauses[i + 1] if i + 1 < len(clauses) else ""
-            after = [(w, t) for w, t in _tagged(following) if w.strip()]
+            after = [(w, t) for w, t in tag_chinese(following) if w.strip()]
             return bool(after) and _is_chinese_verb(*after[0])
         if i + 1 >= len(clauses) or not _is_chinese_opener(clause):
             return False
     return False
 
 
-def _tagged(text: str) -> list[tuple[str, str]]:
+def tag_chinese(text: str) -> list[tuple[str, str]]:
     """``text``'s words with their part of speech. rjieba is imported on the first Chinese
     sentence: 32 MB that a process reading no Chinese does not pay."""
     import rjieba

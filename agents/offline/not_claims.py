@@ -27,7 +27,12 @@ from __future__ import annotations
 
 import re
 
-from aclarai.agents.offline.cjk_steps import is_chinese_step, is_japanese_lead_in, is_japanese_step
+from aclarai.agents.offline.cjk_steps import (
+    is_chinese_step,
+    is_japanese_lead_in,
+    is_japanese_step,
+    tag_chinese,
+)
 from aclarai.agents.offline.features import word_set
 from aclarai.agents.offline.steps import ANY_VERB_MARKER, has_verb_marker, is_step
 from aclarai.agents.offline.words import UNSPACED_CHAR, WORD_PATTERN, word_count
@@ -52,7 +57,7 @@ _REFERENCE = re.compile(r"[^\W\d_][^()]{0,120}\(\d{4}[a-z]?\)\s*[,.:]")
 """A bibliography entry: "Murre & Dros (2015), Replication and …". "Murre & Dros (2015)
 replicated …" goes on with a verb and states something."""
 
-_CITATION_END = re.compile(r",\s*(?:\d{4}|\(\d{4}\))[a-z]?\.?$")
+_CITATION_END = re.compile(r"[,，]\s*(?:\d{4}|\(\d{4}\))[a-z]?\.?$")
 """How a citation with its parts between commas ends: "…, Milkweed Editions, 2013."."""
 
 _NAME_WORD = r"(?:[A-ZÀ-ÖØ-Þ][\w.'’-]*|&|and|und|et|y|e|en|ed)"
@@ -133,6 +138,18 @@ _NOUN_EXCLAMATION = re.compile(
 """An exclamation over a noun, which needs no "!": "Quel livre frustrant.". The word after it
 is in lower case ("Che Guevara arrivò …" is a name), and "how" and its kin are left out: they
 open statements too ("Wie erwartet stieg der Preis …")."""
+
+_UNSPACED_TITLE = re.compile(r"^[^。！？]{1,30}(?:的《[^》]+》|『[^』]+』)$")
+"""A book and its author, unspaced: 「Susanna Clarke 的《Piranesi》」, 「Jacobs『Happy City』」."""
+
+_UNSPACED_DEGREE = re.compile(
+    r"太[^，。！]{1,6}了[。！!]?$|极了[。！!]?$|^真是|真[大好美棒]|^多么|!$|！$"
+)
+"""A verdict of degree or an exclamation: 「午饭前开三个会，实在太多了。」, 「光线美极了。」,
+「这一周太棒了！」; 「无论实验多么严谨」 concedes, and is no verdict."""
+
+_UNSPACED_NOUN_END = re.compile(r"的([^的，。、]{1,6})$")
+"""A noun phrase with no end mark: 「一部运行 iOS 15 的手机」 names what is needed."""
 
 _UNSPACED_VERDICT = re.compile(r"^(?:说实话|老实说|说真的|正直(?:に言って)?|本当に)[，,、]?")
 
@@ -293,7 +310,11 @@ def _verbless_exclamation(body: str, lang: str) -> bool:
     noun phrase ending in "!" ("Six pages d'une densité folle !"). With a verb it states
     something, however it feels ("Honestly, the bridge is 2 km long.")."""
     if lang in ("ja", "zh"):
-        return _UNSPACED_VERDICT.match(body) is not None
+        return (
+            _UNSPACED_VERDICT.match(body) is not None
+            or body.endswith(("！", "!"))
+            or (lang == "zh" and _UNSPACED_DEGREE.search(body) is not None)
+        )
     if has_verb_marker(body, lang) or is_step(body, lang):
         return False
     exclaimed = _NOUN_EXCLAMATION.match(body)
@@ -312,7 +333,7 @@ def _is_citation(body: str, lang: str) -> bool:
     Milkweed Editions, 2013"; a sentence that ends in a year states something with a verb."""
     return (
         _CITATION_END.search(body) is not None
-        and body.count(",") >= 2
+        and body.count(",") + body.count("，") >= 2
         and not has_verb_marker(body, lang)
         and not is_step(body, lang)
     )
@@ -320,12 +341,12 @@ def _is_citation(body: str, lang: str) -> bool:
 
 def _is_material(body: str, lang: str) -> bool:
     """An ingredient or a material of a list: amounts and names, no end mark and no verb
-    ("DPBS without calcium or magnesium, 10 mL per T75", "200 g de farine")."""
+    ("DPBS without calcium or magnesium, 10 mL per T75", "200 g de farine", 「反向引物
+    NLS-R-XhoI（10 µM），1.25 µL」)."""
     return (
-        lang not in ("ja", "zh")
-        and body[-1:] not in _END
+        body[-1:] not in _END
         and _QUANTITY.search(body) is not None
-        and not has_verb_marker(body, lang)
+        and (lang in ("ja", "zh") or not has_verb_marker(body, lang))
     )
 
 
@@ -372,6 +393,11 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
     body = sentence.lstrip("「『（(【 ")
     if body.startswith(_UNSPACED_PARTICLES):
         return FRAGMENT
+    if _UNSPACED_TITLE.match(body):
+        return LABEL
+    noun_end = _UNSPACED_NOUN_END.search(body) if lang == "zh" else None
+    if noun_end is not None and all(t.startswith("n") for _, t in tag_chinese(noun_end.group(1))):
+        return LABEL
     # Japanese and Chinese end a sentence with 。: a short line without it is a setting or a name,
     # and so is a key with short values in a row (「资料来源：The Ghost Map、Bridging the Firth」).
     if body[-1:] not in _END:
