@@ -312,7 +312,7 @@ def _verbless_exclamation(body: str, lang: str) -> bool:
     if lang in ("ja", "zh"):
         return (
             _UNSPACED_VERDICT.match(body) is not None
-            or body.endswith(("！", "!"))
+            or (body.endswith(("！", "!")) and not _JAPANESE_TOPIC.search(body))
             or (lang == "zh" and _UNSPACED_DEGREE.search(body) is not None)
         )
     if has_verb_marker(body, lang) or is_step(body, lang):
