@@ -28,11 +28,13 @@ from aclarai.agents.offline.nonlatin import END_MARKS, is_nonlatin, nonlatin_cla
 from aclarai.agents.offline.not_claims import (
     LABEL,
     NAVIGATION,
+    continues_a_lead_in,
     has_predicate,
     is_numbered_item,
     not_a_claim,
     split_label,
 )
+from aclarai.agents.offline.steps import has_verb_marker
 from aclarai.agents.offline.words import WORD_PATTERN
 from aclarai.parsers import normalize_text, prose_text, split_sentences
 
@@ -160,8 +162,13 @@ class OfflineClaimExtractor(ClaimExtractor):
         # The rules read no neighbour but to tell the language of a short block.
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         numbered = is_numbered_item(item.block.text)
+        item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before])
         for text in extract_claim_texts(
-            prose, conversation=item.conversation, lang=lang, numbered=numbered
+            prose,
+            conversation=item.conversation,
+            lang=lang,
+            numbered=numbered,
+            lead_in_item=item_of,
         ):
             key = normalize_text(text)
             if key not in seen:
@@ -176,6 +183,7 @@ def extract_claim_texts(
     conversation: bool = True,
     lang: str | None = None,
     numbered: bool = False,
+    lead_in_item: bool = False,
 ) -> list[str]:
     """The claim sentences of one block, first-person pronouns resolved to the speaker.
 
@@ -185,6 +193,8 @@ def extract_claim_texts(
             names a speaker; elsewhere it is a label, and the claim is the text after it.
         lang: The block's language; read from the text when not given.
         numbered: Whether the block is an item of a numbered list, where steps are.
+        lead_in_item: Whether it is an item of a bulleted list a lead-in opens, where a line
+            with no end mark and no verb finishes the lead-in's sentence.
 
     Returns:
         Claim texts in order, whitespace-normalised, each ending in one end mark.
@@ -194,12 +204,26 @@ def extract_claim_texts(
     claims: list[str] = []
     for speaker, text in segments:
         for sentence in split_sentences(text):
+            if lead_in_item and _goes_on_its_lead_in(sentence, lang):
+                continue
             claim = sentence_to_claim(
                 sentence, speaker, lang, labelled=not conversation, numbered=numbered
             )
             if claim is not None:
                 claims.append(claim)
     return claims
+
+
+def _goes_on_its_lead_in(sentence: str, lang: str) -> bool:
+    """An item of a lead-in's list with no end mark and no verb: "Water damage to a sensor used
+    with its cap closed", "Un téléphone sous iOS 15 ou Android 10"."""
+    text = sentence.rstrip()
+    if not text or text[-1] in END_MARKS:
+        return False
+    if lang == ENGLISH:
+        return not _has_verb([w.lower() for w in WORD_PATTERN.findall(text)])
+    # Japanese and Chinese end every sentence with 。, so a line without one is a list's item.
+    return lang in ("ja", "zh") or not has_verb_marker(text, lang)
 
 
 def split_speaker(line: str) -> tuple[str | None, str]:

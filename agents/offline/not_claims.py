@@ -26,6 +26,7 @@ written with spaces, :mod:`aclarai.agents.offline.cjk_steps` for Japanese and Ch
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from aclarai.agents.offline.cjk_steps import (
     is_chinese_step,
@@ -157,6 +158,8 @@ _RATING = re.compile(r"^\s*\d+(?:[.,]\d+)?\s*/\s*\d{1,2}\s*[.!]?\s*$|^\s*[★☆
 """A rating and nothing else: "4/5", "3,5/10", "★★★★☆"."""
 
 _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
+
+_BULLET_ITEM = re.compile(r"[ \t]*[-*+][ \t]+(?!\[[ xX]\])")
 
 _URL = re.compile(
     r"(?:https?|ftp)://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+"
@@ -353,6 +356,19 @@ def _is_material(body: str, lang: str) -> bool:
 def is_numbered_item(block: str) -> bool:
     """Whether a block's Markdown is an item of a numbered list ("1. Warm the oil")."""
     return _NUMBERED_ITEM.match(block) is not None
+
+
+def continues_a_lead_in(block: str, before: Sequence[str]) -> bool:
+    """Whether a block is an item of a bulleted list that a lead-in opens ("The warranty does
+    not cover:"): ``before`` holds the blocks above it, the nearest last. Such an item finishes
+    the lead-in's sentence ("- Water damage to a sensor used with its cap closed") and says
+    nothing alone unless it is a sentence of its own."""
+    if _BULLET_ITEM.match(block) is None:
+        return False
+    for above in reversed(before):
+        if _BULLET_ITEM.match(above) is None:
+            return above.rstrip().endswith((":", "："))
+    return False
 
 
 def states_nothing(prose: str, lang: str, *, numbered: bool = False) -> bool:

@@ -433,3 +433,46 @@ def test_records_and_reading_lists_give_no_claim(line: str) -> None:
 def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: str) -> None:
     claim = said.removeprefix("1. ")
     assert claims_of(said) == [claim]
+
+
+def _claims_after(before: list[str], block: str) -> list[str]:
+    window = tuple(Utterance(f"blk-b{i}", text) for i, text in enumerate(before))
+    item = ExtractionInput(Utterance("blk-1", block), before=window, conversation=False)
+    return [c.text for c in OfflineClaimExtractor().extract(item)]
+
+
+@pytest.mark.parametrize(
+    ("lead_in", "item"),
+    [
+        ("You need:", "- A phone with iOS 15 or Android 10 or later"),
+        ("La garantie ne couvre pas :", "- Les dommages causés par une tondeuse"),
+        ("Necesitas:", "- Un teléfono con iOS 15 o Android 10 o posterior"),
+        ("你需要：", "- 一个采用 WPA2 或 WPA3 加密的 2.4 GHz Wi-Fi 网络"),
+    ],
+)
+def test_an_item_of_a_lead_in_list_finishes_its_sentence_and_gives_no_claim(
+    lead_in: str, item: str
+) -> None:
+    assert _claims_after([lead_in, "- Another item"], item) == []
+
+
+@pytest.mark.parametrize(
+    ("lead_in", "item", "claim"),
+    [
+        (
+            "The plugin has three modes:",
+            "- Reading mode shows the note as it will look when printed",
+            "Reading mode shows the note as it will look when printed.",
+        ),
+        (
+            "Le plugin a trois modes :",
+            "- Le mode lecture est le plus simple.",
+            "Le mode lecture est le plus simple.",
+        ),
+        ("Notes:", "1. Water damage to a sensor is common", "Water damage to a sensor is common."),
+    ],
+)
+def test_an_item_that_states_something_keeps_its_claim_after_a_lead_in(
+    lead_in: str, item: str, claim: str
+) -> None:
+    assert _claims_after([lead_in], item) == [claim]
