@@ -273,7 +273,7 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
     ):
         return EXCLAMATION
-    if _verbless_exclamation(body, lang):
+    if _verbless_exclamation(body, lang) or is_verdict(body, lang):
         return EXCLAMATION
     if lang in ("ja", "zh"):
         return _unspaced_kind(body, lang, numbered=numbered)
@@ -305,6 +305,41 @@ def _is_record(value: str) -> bool:
         return True
     parts = [p for p in _RECORD_PARTS.split(value) if p.strip()]
     return len(parts) >= 2 and all(word_count(p) <= _RECORD_PART_WORDS for p in parts)
+
+
+_DELIGHT = word_set(
+    """
+    wonderful lovely beautiful gorgeous stunning magnificent splendid delightful delight
+    superb terrific marvellous marvelous fantastic amazing awful terrible dreadful boring
+    frustrating
+    wunderbar wunderbare wunderschön herrlich großartig großartige traumhaft fantastisch
+    schrecklich langweilig
+    magnifique magnifiques merveilleux merveilleuse formidable superbe splendide régal
+    génial géniale ennuyeux frustrant
+    maravilloso maravillosa precioso preciosa delicia espléndido espléndida estupendo
+    estupenda fantástico fantástica horrible aburrido aburrida
+    meraviglioso meravigliosa bellissimo bellissima stupendo stupenda splendido splendida
+    magnifico magnifica piacere fantastico fantastica noioso noiosa
+    maravilhoso maravilhosa lindo linda encanto deslumbrante fantástico fantástica horrível
+    aborrecido aborrecida
+    prachtig prachtige schitterend schitterende heerlijk heerlijke geweldig geweldige
+    fantastisch verschrikkelijk saai
+    """
+)
+"""Words that praise or blame and state nothing a reader could check: "This episode was a
+delight from start to finish.", "La luz de la tarde sobre el canal era preciosa."."""
+
+_VERDICT_WORDS = 12
+
+
+def is_verdict(body: str, lang: str) -> bool:
+    """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
+    words = [w.lower() for w in WORD_PATTERN.findall(body)]
+    return (
+        len(words) <= _VERDICT_WORDS
+        and not any(ch.isdigit() for ch in body)
+        and any(w in _DELIGHT for w in words)
+    )
 
 
 def _verbless_exclamation(body: str, lang: str) -> bool:
