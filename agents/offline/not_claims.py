@@ -331,9 +331,21 @@ delight from start to finish.", "La luz de la tarde sobre el canal era preciosa.
 
 _VERDICT_WORDS = 12
 
+_UNSPACED_DELIGHT = re.compile(
+    "素晴らしい|すばらしい|美しい|楽しい|見事|退屈|もどかしい|"
+    "精彩|漂亮|美丽|很美|太美|很棒|太棒|愉快|无聊|抓狂|惊叹"
+)
+_UNSPACED_VERDICT_CHARS = 30
+
 
 def is_verdict(body: str, lang: str) -> bool:
     """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
+    if lang in ("ja", "zh"):
+        return (
+            len(body) <= _UNSPACED_VERDICT_CHARS
+            and not any(ch.isdigit() for ch in body)
+            and _UNSPACED_DELIGHT.search(body) is not None
+        )
     words = [w.lower() for w in WORD_PATTERN.findall(body)]
     return (
         len(words) <= _VERDICT_WORDS
