@@ -41,11 +41,18 @@ _CHINESE_MODAL_STEP = re.compile(r"^(?:请(?![求假教])|记得|务必|一定�
 _CHINESE_REMINDER = re.compile(r"(?<![我你他她们不没])记得(?![了的])")
 """「晚餐记得提前订位」: a reminder, wherever it stands; 「我记得」 remembers."""
 
+_CHINESE_ASPECT = re.compile("了|过|着|已经|曾")
+"""What a statement of what happened says: 「去年完成了…」."""
+
+_CHINESE_AMOUNT_TAGS = frozenset({"m", "q"})
+"""Numbers and measure words: 「17,900 g 离心」."""
+
 _CHINESE_MODAL = re.compile("会|能|可以|可能|不了")
 """What a statement says can or will happen: 「在桌面浏览器中可以正常使用」."""
 
 _CHINESE_STEP_ADVERB = re.compile(
-    r"^(?:(?:请|先|再|然后|接着|最后|首先|立即|立刻|马上|只|就|务必|一定)\s*)+"
+    r"^(?:(?:请|先|再|然后|接着|最后|首先|立即|立刻|马上|只|就|务必|一定|逐个|逐条|逐一|慢慢|轻轻|"
+    r"分层|分批|仔细|小心)\s*)+"
 )
 
 _CHINESE_COVERBS = tuple(word_set("在 用 将 把 对 沿 以 到 往 向 按 给 从 通过"))
@@ -171,23 +178,23 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
     if any(_CHINESE_MODAL_STEP.match(c) for c in clauses) or (
         sentence.startswith("把") and not _CHINESE_MODAL.search(clauses[0])
     ):
-        return (
-            True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with a thing
-        )
+        return True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with it
     if _CHINESE_REMINDER.search(sentence):
         return True
     for i, clause in enumerate(clauses):
-        if clause.startswith(_CHINESE_IMPERATIVES) or (clause.startswith("把") and i > 0):
-            return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
+        if bare.startswith(_CHINESE_IMPERATIVES) or (clause.startswith("把") and i > 0):
+            return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         urged = i > 0 and clause.startswith(("就", "请"))
         tagged = [(w, t) for w, t in tag_chinese(bare) if w.strip()]
         while (
-            len(tagged) > 1 and tagged[0][1] in _CHINESE_TIME_TAGS and not _directional(*tagged[0])
+            len(tagged) > 1
+            and (tagged[0][1] in _CHINESE_TIME_TAGS or tagged[0][1] in _CHINESE_AMOUNT_TAGS)
+            and not _directional(*tagged[0])
         ):
-            tagged.pop(0)  # 「5 分钟内确认呼叫」: a time before the verb
-        if tagged and tagged[0][0] in _CHINESE_ACTION_VERBS:
-            return True
+            tagged.pop(0)  # 「5 分钟内确认呼叫」, 「37 °C 孵育 5 分钟」: a time or an amount first
+        if tagged and (tagged[0][0] in _CHINESE_ACTION_VERBS or _reduplicated(*tagged[0])):
+            return True  # 「离心 10 分钟」, 「尝尝抹茶软冰淇淋」
         verb_first = bool(tagged) and (
             _is_chinese_verb(*tagged[0])
             or (numbered and (tagged[0][1] == "vn" or _directional(*tagged[0])))
@@ -204,9 +211,12 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             and not bare.startswith(_CHINESE_NOT_COVERBS)
             and not _is_chinese_opener(clause)
             and not _CHINESE_MODAL.search(clause)
+            and not _CHINESE_ASPECT.search(clause)
             and any(
-                w in _CHINESE_ACTION_VERBS or (len(w) > 1 and w in _CHINESE_IMPERATIVES)
-                for w, _ in tagged
+                w in _CHINESE_ACTION_VERBS
+                or (len(w) > 1 and w in _CHINESE_IMPERATIVES)
+                or (w == "把" and j > 0)
+                for j, (w, _) in enumerate(tagged)
             )
         ):
             return True  # 「在 Sentry 仪表盘上检查…」: where or with what, then a verb of doing
@@ -237,6 +247,11 @@ def tag_chinese(text: str) -> list[tuple[str, str]]:
 def _is_chinese_verb(word: str, tag: str) -> bool:
     """A verb of doing: not a verbal noun (「革命」) and not one that states."""
     return tag.startswith("v") and tag != "vn" and word not in _CHINESE_STATIVE
+
+
+def _reduplicated(word: str, tag: str) -> bool:
+    """A verb said twice, which softens a suggestion: 「尝尝」, 「看看」, 「试试」."""
+    return tag.startswith("v") and len(word) == 2 and word[0] == word[1]
 
 
 def _directional(word: str, tag: str) -> bool:
