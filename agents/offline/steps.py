@@ -95,7 +95,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         mantén mantenga procesa revisa desplázate desplácese repasa establece encuentra comprueba
         cambia compruebe verifique revise consulte espere reinicie conecte desconecte apague
         encienda cierre confirme descargue actualice deje ponga coloque retire corte mezcle envíe
-        prepare cancele pague inicia inicie
+        prepare cancele pague inicia inicie pon ponte ten ven
         """
     ),
     "it": word_set(
@@ -258,6 +258,7 @@ _PORTUGUESE_INDICATIVE = word_set(
 _JOINED_OBJECT = {
     "es": re.compile(
         r"[áéíóú]\w*?(?:la|lo|las|los|le|les|te|se|me|nos)$|\w{3}(?:ar|er|ir)(?:la|lo|las|los|le|les|se)$"
+        r"|^(?:da|di|haz|pon|ten|ve|sal)(?:le|les|lo|la|los|las|me|nos|te)$"
     ),
     "pt": re.compile(r"\w{2}[ae]-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se)$"),
     "it": re.compile(
@@ -652,7 +653,10 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
     elif (
         lang in _IMPERATIVE_ENDINGS
         and not infinitive
-        and (not first.endswith(_IMPERATIVE_ENDINGS[lang]) or first.endswith(_PARTICIPLES))
+        and (
+            not first.endswith(_IMPERATIVE_ENDINGS[lang])
+            or (first.endswith(_PARTICIPLES) and not _participle_is_verb(clause, second, objects))
+        )
     ):
         return False
     if second in objects or second.startswith(_ELIDED) or second.startswith("`"):
@@ -666,6 +670,13 @@ def _verb_with_object(clause: str, lang: str, *, numbered: bool = False) -> bool
     if numbered and second in _STEP_FOLLOWERS and not has_verb_marker(clause, lang):
         return True  # "1. Bake for 20 minutes", "2. Sazona con sal"
     return infinitive and second in _AFTER_INFINITIVE
+
+
+def _participle_is_verb(clause: str, second: str, objects: frozenset[str]) -> bool:
+    """ "Valida los billetes …", "Cuida las plantas": a verb ending like a participle, before
+    its object with no comma soon after; "Terminada la reunión, …" opens with a participle."""
+    head = clause.split(",", 1)[0]
+    return second in objects and word_count(head) > _OPENING_WORDS + 1
 
 
 def _negative_step(verb: str, lang: str) -> bool:
