@@ -260,7 +260,7 @@ _JOINED_OBJECT = {
         r"[áéíóú]\w*?(?:la|lo|las|los|le|les|te|se|me|nos)$|\w{3}(?:ar|er|ir)(?:la|lo|las|los|le|les|se)$"
         r"|^(?:da|di|haz|pon|ten|ve|sal)(?:le|les|lo|la|los|las|me|nos|te)$"
     ),
-    "pt": re.compile(r"\w{2}[ae]-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se)$"),
+    "pt": re.compile(r"\w{2}[ae]-(?:a|o|as|os|lo|la|los|las|lhe|lhes|se|nos|me|te)$"),
     "it": re.compile(
         r"\w{3}(?:ate|ete|ite)(?:la|lo|li|le|ne|ci|vi)$|\w{3}(?:ar|er|ir)(?:la|lo|li|le|ne|si)$"
         r"|^\w{5,}[ai](?:la|lo)$"
