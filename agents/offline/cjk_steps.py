@@ -34,12 +34,11 @@ _CHINESE_ACTION_VERBS = word_set(
 way by jieba's words (「登录页面」 is no 「登录」): check, confirm, bring, wear, revise, pour,
 spin, dilute, incubate, thaw, sow, contact, download, fill in, hold, keep, make sure, mix, book."""
 
-_CHINESE_MODAL_STEP = re.compile(r"^(?:请(?![求假教])|记得|务必|一定要|千万|尽量|最好(?!的))")
+_CHINESE_MODAL_STEP = re.compile(
+    r"^(?:请(?![求假教])|记得|务必|一定要|尽量|最好(?![的成看吃用听玩]))"
+)
 """A request, a reminder or advice that opens a clause: 「请新建…」, 「记得提前订位」, 「尽量坐
 地铁」."""
-
-_CHINESE_REMINDER = re.compile(r"(?<![我你他她们不没])记得(?![了的])")
-"""「晚餐记得提前订位」: a reminder, wherever it stands; 「我记得」 remembers."""
 
 _CHINESE_ASPECT = re.compile("了|过|着|已经|曾")
 """What a statement of what happened says: 「去年完成了…」."""
@@ -68,7 +67,7 @@ _CHINESE_NOT_COVERBS = tuple(
 
 _CHINESE_PROHIBITION = re.compile(
     r"不要(?![求紧])|切勿|请勿|千万别|千万不要|(?<![申邀聘])请参[阅见]|详见"
-    r"|(?<![特区分级类告识个性差派辨鉴])别(?![人的处墅致针名称样])"
+    r"|(?<![特区分级类告识个性差派辨鉴判有])别(?=[忘让把在用碰动订去买吃喝太再急担错给跟说做拿放开关等停跑])"
 )
 
 _CHINESE_STATIVE = word_set(
@@ -104,11 +103,11 @@ _JAPANESE_STEP = re.compile(
 noun of doing (「予約しておくこと」, 「入れないこと」)."""
 
 _JAPANESE_ADVICE = re.compile(
-    r"(?:(?<![だで])[おこそとのほもよろごぞどぼぽ]う|ましょう|(?:の|ほう)が(?:おすすめ|いい|よい)|"
+    r"(?:(?<![だであ])[おことのほもよろごぞどぼぽ]う|ましょう|(?:の|ほう)が(?:おすすめ|いい|よい)|"
     r"(?:た|る)ほうがいい)[。．!！]?$"
 )
 """A suggestion or advice: 「手すりにつかまろう」, 「外で待ちましょう」, 「朝早く行くのがおすすめ」
-(「だろう」 and 「でしょう」 guess)."""
+(「だろう」, 「であろう」 and 「でしょう」 guess; 「降りそう」 looks likely)."""
 
 _JAPANESE_PLAIN_STEP = re.compile(r"[うくぐすつぬぶむる][。．]?$")
 """A numbered step may be in the plain form: 「枝を取り除く」, 「収穫する」."""
@@ -176,14 +175,12 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         return True
     clauses = [c.strip() for c in re.split(r"[，；,;]", sentence) if c.strip()]
     if any(_CHINESE_MODAL_STEP.match(c) for c in clauses) or (
-        sentence.startswith("把") and not _CHINESE_MODAL.search(clauses[0])
+        _opens_with_ba(clauses[0]) and not _CHINESE_MODAL.search(clauses[0])
     ):
         return True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with it
-    if _CHINESE_REMINDER.search(sentence):
-        return True
     for i, clause in enumerate(clauses):
         bare = _CHINESE_STEP_ADVERB.sub("", clause)
-        if bare.startswith(_CHINESE_IMPERATIVES) or (clause.startswith("把") and i > 0):
+        if bare.startswith(_CHINESE_IMPERATIVES) or (i > 0 and _opens_with_ba(clause)):
             return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         urged = i > 0 and clause.startswith(("就", "请"))
         tagged = [(w, t) for w, t in tag_chinese(bare) if w.strip()]
@@ -193,8 +190,12 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             and not _directional(*tagged[0])
         ):
             tagged.pop(0)  # 「5 分钟内确认呼叫」, 「37 °C 孵育 5 分钟」: a time or an amount first
-        if tagged and (tagged[0][0] in _CHINESE_ACTION_VERBS or _reduplicated(*tagged[0])):
-            return True  # 「离心 10 分钟」, 「尝尝抹茶软冰淇淋」
+        if (
+            tagged
+            and (tagged[0][0] in _CHINESE_ACTION_VERBS or _reduplicated(*tagged[0]))
+            and ("是否" in clause or not any(w in _CHINESE_STATIVE for w, _ in tagged[1:]))
+        ):
+            return True  # 「离心 10 分钟」, 「尝尝抹茶软冰淇淋」 (「确保稳定是目标」 states)
         verb_first = bool(tagged) and (
             _is_chinese_verb(*tagged[0])
             or (numbered and (tagged[0][1] == "vn" or _directional(*tagged[0])))
@@ -247,6 +248,13 @@ def tag_chinese(text: str) -> list[tuple[str, str]]:
 def _is_chinese_verb(word: str, tag: str) -> bool:
     """A verb of doing: not a verbal noun (「革命」) and not one that states."""
     return tag.startswith("v") and tag != "vn" and word not in _CHINESE_STATIVE
+
+
+def _opens_with_ba(clause: str) -> bool:
+    """「把密码输入两次」: 把 on its own, then what to do with the thing, and nothing done yet
+    (「把关」, 「把握」 are words; 「…把生产线迁到了越南」 tells what happened)."""
+    words = tag_chinese(clause)
+    return bool(words) and words[0][0] == "把" and not _CHINESE_ASPECT.search(clause)
 
 
 def _reduplicated(word: str, tag: str) -> bool:

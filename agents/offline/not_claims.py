@@ -144,10 +144,13 @@ _UNSPACED_TITLE = re.compile(r"^[^。！？]{1,30}(?:的《[^》]+》|『[^』]+
 """A book and its author, unspaced: 「Susanna Clarke 的《Piranesi》」, 「Jacobs『Happy City』」."""
 
 _UNSPACED_DEGREE = re.compile(
-    r"太[^，。！]{1,6}了[。！!]?$|极了[。！!]?$|^真是|真[大好美棒]|^多么|!$|！$"
+    r"太[^，。！空平阳湖原后古子极]{1,3}了[。！!]?$|(?<![南北积两])极了[。！!]?$|^真是|真[大好美棒]|^多么"
 )
 """A verdict of degree or an exclamation: 「午饭前开三个会，实在太多了。」, 「光线美极了。」,
 「这一周太棒了！」; 「无论实验多么严谨」 concedes, and is no verdict."""
+
+_UNSPACED_REPORT = re.compile(r"\d|已|于|倍|ました|です")
+"""What an exclamation of news holds: a number, a date, 「已…」, 「…ました！」; it states."""
 
 _UNSPACED_NOUN_END = re.compile(r"的([^的，。、]{1,6})$")
 """A noun phrase with no end mark: 「一部运行 iOS 15 的手机」 names what is needed."""
@@ -160,6 +163,9 @@ _RATING = re.compile(r"^\s*\d+(?:[.,]\d+)?\s*/\s*\d{1,2}\s*[.!]?\s*$|^\s*[★☆
 _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 
 _BULLET_ITEM = re.compile(r"[ \t]*[-*+][ \t]+(?!\[[ xX]\])")
+
+_ENGLISH_PAST = re.compile(r"(?<![-\w])[a-z]{3,}ed\b")
+"""A verb in the past ("raised to 2560x1440"): a change stated, not a material listed."""
 
 _URL = re.compile(
     r"(?:https?|ftp)://\S+|www\.\S+|[\w.+-]+@[\w-]+\.[\w.-]+"
@@ -187,6 +193,7 @@ _NAV_WORDS = 12
 _LABEL_WORDS = 6
 
 _UNSPACED_LABEL_CHARS = 25
+_UNSPACED_ITEM_CHARS = 12
 
 _KANA = re.compile(r"[\u3040-\u309f]")
 """Hiragana: a Japanese predicate (verb, adjective, copula) ends in it."""
@@ -204,7 +211,12 @@ _END = ".!?…。！？．｡"
 
 _UNSPACED_PARTICLES = tuple("とをにはがでもの、")
 
-_SPEECH_VERBS = word_set("said says say wrote writes told tells thinks thought asked asks")
+_SPEECH_VERBS = word_set(
+    """
+    said says say wrote writes told tells thinks thought asked asks sagte schrieb meinte fragte
+    dit écrit disait dijo escribió disse escreveu zei schreef
+    """
+)
 """Who said what is part of it: "Somebody successful said: 99% of success is showing up"."""
 
 
@@ -331,6 +343,12 @@ delight from start to finish.", "La luz de la tarde sobre el canal era preciosa.
 
 _VERDICT_WORDS = 12
 
+_ENGLISH_COPULA = word_set("is was are were")
+
+_COMPOUND = re.compile(r"[;；]|\s(?:and|und|et|y|e|ed|en|but|aber|mais|pero|ma|mas|maar)\s")
+"""Where a second statement joins a verdict; a comma after a short opening does not ("Aun así,
+maravilloso")."""
+
 _UNSPACED_DELIGHT = re.compile(
     "素晴らしい|すばらしい|美しい|楽しい|見事|退屈|もどかしい|"
     "精彩|漂亮|美丽|很美|太美|很棒|太棒|愉快|无聊|抓狂|惊叹"
@@ -340,17 +358,23 @@ _UNSPACED_VERDICT_CHARS = 30
 
 def is_verdict(body: str, lang: str) -> bool:
     """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
+    if any(ch.isdigit() for ch in body):
+        return False
     if lang in ("ja", "zh"):
+        # 「画面很美」 after 「获得了艾美奖」 or 「由诺兰执导」: a fact beside the verdict
         return (
             len(body) <= _UNSPACED_VERDICT_CHARS
-            and not any(ch.isdigit() for ch in body)
             and _UNSPACED_DELIGHT.search(body) is not None
+            and not re.search("[はが]|了(?!不起)|由|于|已", body)
         )
-    words = [w.lower() for w in WORD_PATTERN.findall(body)]
-    return (
-        len(words) <= _VERDICT_WORDS
-        and not any(ch.isdigit() for ch in body)
-        and any(w in _DELIGHT for w in words)
+    if _COMPOUND.search(body) or ("," in body and word_count(body.split(",")[0]) > 3):
+        return False  # "The concert was great, the hall was full": a fact beside the verdict
+    written = WORD_PATTERN.findall(body)
+    if lang == "en" and not _ENGLISH_COPULA.intersection(w.lower() for w in written):
+        return False  # "Kyiv's metro has a beautiful station …" says what it has
+    return len(written) <= _VERDICT_WORDS and any(
+        w in _DELIGHT
+        for w in written[1:]  # in lower case, after the first: not a name
     )
 
 
@@ -362,7 +386,11 @@ def _verbless_exclamation(body: str, lang: str) -> bool:
     if lang in ("ja", "zh"):
         return (
             _UNSPACED_VERDICT.match(body) is not None
-            or (body.endswith(("！", "!")) and not _JAPANESE_TOPIC.search(body))
+            or (
+                body.endswith(("！", "!"))
+                and not _JAPANESE_TOPIC.search(body)
+                and not _UNSPACED_REPORT.search(body)
+            )
             or (lang == "zh" and _UNSPACED_DEGREE.search(body) is not None)
         )
     if has_verb_marker(body, lang) or is_step(body, lang):
@@ -397,6 +425,7 @@ def _is_material(body: str, lang: str) -> bool:
         body[-1:] not in _END
         and _QUANTITY.search(body) is not None
         and (lang in ("ja", "zh") or not has_verb_marker(body, lang))
+        and not (lang == "en" and _ENGLISH_PAST.search(body))
     )
 
 
@@ -458,15 +487,19 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
         return FRAGMENT
     if _UNSPACED_TITLE.match(body):
         return LABEL
-    noun_end = _UNSPACED_NOUN_END.search(body) if lang == "zh" else None
+    noun_end = _UNSPACED_NOUN_END.search(body) if lang == "zh" and "是" not in body else None
     if noun_end is not None and all(t.startswith("n") for _, t in tag_chinese(noun_end.group(1))):
         return LABEL
     # Japanese and Chinese end a sentence with 。: a short line without it is a setting or a name,
     # and so is a key with short values in a row (「资料来源：The Ghost Map、Bridging the Firth」).
     if body[-1:] not in _END:
         label, value = split_label(body)
-        short = all(len(p) <= _UNSPACED_LABEL_CHARS for p in _RECORD_PARTS.split(value))
-        if len(body) <= _UNSPACED_LABEL_CHARS or (short and (label is not None or "、" in value)):
+        parts = _RECORD_PARTS.split(value)
+        if (
+            len(body) <= _UNSPACED_LABEL_CHARS
+            or (label is not None and all(len(p) <= _UNSPACED_LABEL_CHARS for p in parts))
+            or ("、" in value and all(len(p) <= _UNSPACED_ITEM_CHARS for p in parts))
+        ):
             return LABEL
     if lang == "zh":
         return INSTRUCTION if is_chinese_step(body, numbered=numbered) else None

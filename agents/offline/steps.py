@@ -65,16 +65,14 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         click tap press select choose open enable disable type enter navigate drag drop install
         uninstall toggle hover scroll expand collapse rename paste copy configure restart reload
         right-click double-click go add remove create delete set use see find search save check
-        uncheck switch turn make ensure pick follow visit refer try run launch process
-        wait connect disconnect confirm unplug plug rinse stir bake boil fry chop preheat knead
-        pour whisk grate slice simmer submit upload invite remind reply contact redo revise
+        uncheck switch turn make ensure pick follow visit refer try run launch process preheat
         """
     ),
     "de": word_set(
         """
         klicke öffne wähle aktiviere deaktiviere gib drücke gehe tippe ziehe installiere füge
         erstelle lösche benutze verwende speichere suche kopiere schalte starte prüfe warte
-        verbinde trenne schließe bestätige aktualisiere lege stelle nimm schneide mische sende
+        verbinde trenne schließe bestätige aktualisiere lege nimm schneide mische sende
         schicke bereite wiederhole lerne zahle kündige überweise
         """
     ),
@@ -82,8 +80,8 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         """
         clique ouvre sélectionne choisis appuie active désactive tape va saisis glisse installe
         ajoute crée supprime utilise enregistre cherche copie colle faites faire laisser
-        vérifie attends redémarre branche débranche éteins allume ferme confirme télécharge mets
-        laisse coupe mélange envoie prépare révise paie annule
+        vérifie attends redémarre débranche éteins allume confirme télécharge mets laisse envoie
+        prépare révise annule
         """
     ),
     "es": word_set(
@@ -94,17 +92,17 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         ingrese ingresa copie copia pegue pega guarde guarda busque busca escoja marque marca
         mantén mantenga procesa revisa desplázate desplácese repasa establece encuentra comprueba
         cambia compruebe verifique revise consulte espere reinicie conecte desconecte apague
-        encienda cierre confirme descargue actualice deje ponga coloque retire corte mezcle envíe
-        prepare cancele pague inicia inicie pon ponte ten ven
+        encienda confirme descargue actualice deje ponga coloque retire mezcle envíe prepare
+        cancele inicia inicie pon ponte ten ven
         """
     ),
     "it": word_set(
         """
         segui fai clicca apri seleziona scegli premi attiva disattiva digita vai inserisci trascina
         installa aggiungi abilita tocca crea usa utilizza copia incolla salva cerca imposta
-        controlla elabora passa scorri tieni trova verifica attendi riavvia collega scollega
-        spegni accendi chiudi conferma scarica aggiorna lascia metti togli taglia mescola invia
-        prepara ripassa paga annulla
+        controlla elabora passa scorri tieni trova verifica attendi riavvia scollega spegni
+        accendi chiudi conferma scarica aggiorna metti togli mescola invia prepara ripassa
+        annulla
         """
     ),
     "pt": word_set(
@@ -113,15 +111,15 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         adicione toque habilite crie use copie cole salve pesquise defina marque insira
         role revise processe confira encontre mantenha troque verifique faça espere aguarde
         reinicie conecte desconecte desligue ligue feche confirme baixe transfira atualize deixe
-        ponha coloque retire corte misture envie peça prepare reveja estude pague cancele inicie
+        ponha coloque retire misture envie prepare reveja estude cancele inicie
         """
     ),
     "nl": word_set(
         """
         klik open selecteer kies druk activeer schakel typ ga sleep installeer voeg tik zet vul
         maak gebruik kopieer plak sla zoek verwerk controleer houd voer loop stel scrol neem
-        doe geef kijk lees wacht herstart verbind ontkoppel sluit bevestig laat leg snijd meng
-        stuur bereid herhaal leer betaal annuleer
+        doe geef kijk lees wacht herstart verbind ontkoppel sluit bevestig leg snijd meng bereid
+        herhaal betaal annuleer
         """
     ),
 }
@@ -219,16 +217,22 @@ polite imperatives ("Calienta", "Scaldate")."""
 _PARTICIPLES = ("ado", "ada", "ido", "ida")
 
 _POLITE = {
-    "en": re.compile(r"\bplease\s+(?!note\b|be aware\b)[a-z]", re.I),
-    "de": re.compile(r"^\s*Bitte\b|\sbitte\b"),
-    "fr": re.compile(r"\b(?:veuillez|merci de|merci d['’])", re.I),
-    "es": re.compile(r"\bpor favor\b", re.I),
-    "it": re.compile(r"\b(?:per favore|per cortesia|si prega di|vi preghiamo di)\b", re.I),
-    "pt": re.compile(r"\b(?:por favor|favor de)\b", re.I),
-    "nl": re.compile(r"\bgelieve\b", re.I),
+    "en": re.compile(r"(?:^|[,;]\s*)please\s+(?!note\b|be aware\b)[a-z]", re.I),
+    "de": re.compile(r"^\s*Bitte\s+[a-zäöü]|\bSie\b[^.,;]*\sbitte\b|,\s*bitte\s+[a-zäöü]"),
+    "fr": re.compile(r"(?:^|[,;]\s*)(?:veuillez|merci de|merci d['’])", re.I),
+    "es": re.compile(r"(?:^|[,;]\s*)por favor\b|,\s*por favor[.!]?$", re.I),
+    "it": re.compile(
+        r"(?:^|[,;]\s*)(?:per favore|per cortesia|si prega di|vi preghiamo di)\b"
+        r"|,\s*per favore[.!]?$",
+        re.I,
+    ),
+    "pt": re.compile(r"(?:^|[,;]\s*)por favor\b|,\s*por favor[.!]?$", re.I),
+    "nl": re.compile(r"(?:^|[,;]\s*)gelieve\b", re.I),
 }
-"""A request says "please": "For more than 10 days, please ask 6 weeks ahead", "stellen Sie den
-Antrag bitte …", "merci de faire votre demande …". "Please note that …" passes on what follows."""
+"""A request says "please", where a sentence or a clause opens ("For more than 10 days, please
+ask 6 weeks ahead", "merci de faire votre demande …") or, in German, after "Sie" ("stellen Sie
+den Antrag bitte …"). Reported ("The customer said please refund …") it is part of a statement,
+and "Please note that …" passes on what follows."""
 
 _NOT_STEP_VERBS = word_set(
     """
@@ -352,6 +356,8 @@ _GERMAN_NEGATIONS = word_set("nicht niemals nie")
 _DUTCH_DETERMINERS = word_set("de het een die deze alle veel sommige beide twee drie vier geen")
 
 _NUMBER = re.compile(r"^\d[\d.,⁰-⁹]*$")
+_SMALL_NUMBER = re.compile(r"^\d{1,3}(?:[.,]\d+)?$|^\d+[⁰-⁹]+$")
+"""An amount, not a year: "3 minuten", "10⁶ cellen"; after "2020" a verb may come first."""
 
 _DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
 """A conjugated Dutch verb: the present in -t ("bekijkt"), the past in -de, -te, -den or -ten
@@ -383,6 +389,13 @@ _GERMAN_AFTER_STEM = word_set(
 )
 """What follows a German imperative of the familiar form when no object does: "Kontrollier
 danach das Manometer", "Leere nach jeder Ladung …", "Geh in dem Fall …"."""
+
+_GERMAN_STRONG_PAST = word_set(
+    """
+    schrieb fiel kam ging lag stand sah gab nahm fand blieb hielt rief trug wuchs zog sprach
+    traf lief fuhr wurde war hatte stieg sank sagte fragte meinte
+    """
+)
 
 _GERMAN_NOUN_ENDINGS = (
     "en",
@@ -538,7 +551,9 @@ def _clause_is_step(
     if after_opening and lang in ("de", "nl") and words and words[0].endswith("t"):
         return False  # after "Als je …," the verb comes first in a statement: "houdt de plug-in"
     if lang == "en" and words[:1] == ["do"] and words[1:2] != ["not"]:
-        return len(words) > 1 and words[1] not in _ENGLISH_ASKED  # "Do four sets of …"
+        written = WORD_PATTERN.findall(clause)
+        # "Do four sets of …"; "Do you …?" asks, and "Do Kwon founded …" names
+        return len(words) > 1 and words[1] not in _ENGLISH_ASKED and not written[1][0].isupper()
     negated = bool(words) and _skipped(words[0], lang) and words[0] not in _LEADING_ADVERBS
     while words and _skipped(words[0], lang):
         words.pop(0)
@@ -552,12 +567,18 @@ def _clause_is_step(
     if (
         formal is not None
         and second == formal
-        and first.endswith(("n", "t"))
+        and first.endswith(("en", "rn", "ln", "t"))
+        and first not in function_words(lang)
         and first not in ANY_VERB_MARKER
         and not _then_clause(sentence, lang)
     ):
         return True  # "Klicken Sie auf …", "Klikt u op …"
-    if lang == "fr" and bare.endswith("ez") and bare not in _FRENCH_NOT_VERBS:
+    if (
+        lang == "fr"
+        and bare.endswith("ez")
+        and bare not in _FRENCH_NOT_VERBS
+        and first != "rendez-vous"  # the noun
+    ):
         return True
     if negated and _negative_step(first, lang):
         return True  # "No rellenes las esquinas", "Não tire mais de 20 %": the subjunctive
@@ -826,7 +847,9 @@ def _dutch_infinitive_step(sentence: str) -> bool:
     if verb < 1 or not written[verb].islower() or not _is_dutch_infinitive(words[verb], stop):
         return False  # "… in Londen": a name
     others = words[:verb] + words[verb + 1 :]
-    counted = {i + 1 for i, w in enumerate(others) if _NUMBER.match(w) or w in _DUTCH_DETERMINERS}
+    counted = {
+        i + 1 for i, w in enumerate(others) if _SMALL_NUMBER.match(w) or w in _DUTCH_DETERMINERS
+    }
     return not (
         any(w in _DUTCH_SUBJECTS or w in _VERB_MARKERS["nl"] or w == "er" for w in words)
         or any(w.endswith(("aan", "oen", "ien", "ijn")) and w not in stop for w in others)
@@ -878,17 +901,23 @@ def _german_stem_step(sentence: str) -> bool:
     return (
         first not in function_words("de")
         and first not in _NOT_STEP_VERBS
+        and first != "bitte"  # "bitte um Rückruf": a request quoted
         and not first.endswith(_GERMAN_NOUN_ENDINGS)
         and second in _GERMAN_AFTER_STEM
         and not any(
             w.lower() in _VERB_MARKERS["de"] or w.lower() in _GERMANIC_SUBJECTS or _looks_finite(w)
             for w in words[1:]
         )
-        # "Exporte mit mehr als 10.000 Zeilen laufen …": a plural subject and its verb
+        # "Exporte mit mehr als 10.000 Zeilen laufen …": a plural subject and its verb; "Bach
+        # in Leipzig komponierte …", "Goethe in Weimar schrieb …": a verb in the past
         and not any(
-            w.islower() and len(w) > 3 and w.endswith("en") and w not in function_words("de")
+            w.islower()
+            and len(w) > 3
+            and (w.endswith(("en", "te")) or w in _GERMAN_STRONG_PAST)
+            and w not in function_words("de")
             for w in words[1:]
         )
+        and not (len(words) > 2 and words[2][:1].isdigit())  # "Abflug um 7:40 Uhr"
     )
 
 
