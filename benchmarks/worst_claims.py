@@ -198,7 +198,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="labelled set: the no-claim sample")
     parser.add_argument(
         "--no-claim-sample",
-        type=int,
+        type=_count,
         default=SAMPLE,
         metavar="N",
         help="labelled set: claims drawn for the no-claim share (default 300; 0: every claim)",
@@ -212,6 +212,13 @@ def main() -> int:
     if args.langs:
         languages = [lang for lang in languages if lang in args.langs]
     return _report_set(source, languages, args)
+
+
+def _count(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return number
 
 
 def _names(value: str) -> list[str]:

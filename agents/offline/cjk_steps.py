@@ -40,14 +40,16 @@ _CHINESE_MODAL_STEP = re.compile(
 """A request, a reminder or advice that opens a clause: 「请新建…」, 「记得提前订位」, 「尽量坐
 地铁」."""
 
-_CHINESE_ASPECT = re.compile("了|过|着|已经|曾")
-"""What a statement of what happened says: 「去年完成了…」."""
+_CHINESE_ASPECT = frozenset({"了", "过", "着", "已经", "曾", "曾经", "已"})
+"""The words with which a statement says what happened: 「去年完成了…」; as words, so that 「通过」
+and 「沿着」 do not count."""
 
 _CHINESE_AMOUNT_TAGS = frozenset({"m", "q"})
 """Numbers and measure words: 「17,900 g 离心」."""
 
-_CHINESE_MODAL = re.compile("会|能|可以|可能|不了")
-"""What a statement says can or will happen: 「在桌面浏览器中可以正常使用」."""
+_CHINESE_MODAL = frozenset({"会", "能", "能够", "可以", "可能", "不了"})
+"""The words with which a statement says what can or will happen: 「在桌面浏览器中可以正常使用」;
+as words, so that 「会议」 and 「性能」 do not count."""
 
 _CHINESE_STEP_ADVERB = re.compile(
     r"^(?:(?:请|先|再|然后|接着|最后|首先|立即|立刻|马上|只|就|务必|一定|逐个|逐条|逐一|慢慢|轻轻|"
@@ -175,7 +177,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         return True
     clauses = [c.strip() for c in re.split(r"[，；,;]", sentence) if c.strip()]
     if any(_CHINESE_MODAL_STEP.match(c) for c in clauses) or (
-        _opens_with_ba(clauses[0]) and not _CHINESE_MODAL.search(clauses[0])
+        _opens_with_ba(clauses[0]) and not _says(clauses[0], _CHINESE_MODAL)
     ):
         return True  # 「要嵌入文件，请…」, 「把密码输入两次」: a request, or what to do with it
     for i, clause in enumerate(clauses):
@@ -193,6 +195,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         if (
             tagged
             and (tagged[0][0] in _CHINESE_ACTION_VERBS or _reduplicated(*tagged[0]))
+            and not _is_chinese_opener(clause)  # 「确认收货后，系统会…」
             and ("是否" in clause or not any(w in _CHINESE_STATIVE for w, _ in tagged[1:]))
         ):
             return True  # 「离心 10 分钟」, 「尝尝抹茶软冰淇淋」 (「确保稳定是目标」 states)
@@ -211,8 +214,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             bare.startswith(_CHINESE_COVERBS)
             and not bare.startswith(_CHINESE_NOT_COVERBS)
             and not _is_chinese_opener(clause)
-            and not _CHINESE_MODAL.search(clause)
-            and not _CHINESE_ASPECT.search(clause)
+            and not _says(clause, _CHINESE_MODAL | _CHINESE_ASPECT | _CHINESE_STATIVE)
             and any(
                 w in _CHINESE_ACTION_VERBS
                 or (len(w) > 1 and w in _CHINESE_IMPERATIVES)
@@ -254,7 +256,12 @@ def _opens_with_ba(clause: str) -> bool:
     """「把密码输入两次」: 把 on its own, then what to do with the thing, and nothing done yet
     (「把关」, 「把握」 are words; 「…把生产线迁到了越南」 tells what happened)."""
     words = tag_chinese(clause)
-    return bool(words) and words[0][0] == "把" and not _CHINESE_ASPECT.search(clause)
+    return bool(words) and words[0][0] == "把" and not _says(clause, _CHINESE_ASPECT)
+
+
+def _says(clause: str, words: frozenset[str]) -> bool:
+    """Whether one of ``words`` is a word of ``clause``, as jieba cuts it."""
+    return any(w in words for w, _ in tag_chinese(clause))
 
 
 def _reduplicated(word: str, tag: str) -> bool:

@@ -12,7 +12,8 @@ told apart without a tagger (Chinese aside):
   a line that points elsewhere ("See also …", "Weiter: …", "Terug naar …");
 - a **label**: a short line with no end mark and no verb ("UI font sizes", "Muted text color"),
   an item that goes on a lead-in ("a radiator key"), names in a row, a bibliography entry;
-- an **exclamation** or a greeting ("What a dense six pages!", "¡Gracias a todos!");
+- an **exclamation** or a greeting ("What a dense six pages!", "¡Gracias a todos!"), and an
+  **opinion** that only praises or blames ("This episode was a delight from start to finish.");
 - an **instruction**, a step telling the reader what to do;
 - in Japanese and Chinese, a **fragment** that opens with a particle (「と入力します。」).
 
@@ -39,7 +40,7 @@ from aclarai.agents.offline.steps import ANY_VERB_MARKER, has_verb_marker, is_st
 from aclarai.agents.offline.words import UNSPACED_CHAR, WORD_PATTERN, word_count
 from aclarai.parsers import split_sentences
 
-LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION = (
+LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION, OPINION = (
     "lead-in",
     "link",
     "navigation",
@@ -47,6 +48,7 @@ LEAD_IN, LINK, NAVIGATION, LABEL, INSTRUCTION, FRAGMENT, EXCLAMATION = (
     "instruction",
     "fragment",
     "exclamation",
+    "opinion",
 )
 
 _LABEL = re.compile(
@@ -74,7 +76,12 @@ Fred Brooks (1975)", "A Pattern Language van Christopher Alexander e.a. (1977)",
 
 _SHORT_LABEL_WORDS = 3
 """The longest label before a sentence ("Note:", "Decision:", "Romanian deadlift:"); a record's
-key may be longer ("Mantenimiento de la caldera: Harlow Heating, 0161 555 0142")."""
+key may have five words ("Mantenimiento de la caldera: Harlow Heating, 0161 555 0142")."""
+
+_YEAR_END = re.compile(r"[(（]\d{4}年?[)）]\.?$")
+_AUTHORED_TAIL = 240
+"""How much of a line :data:`_AUTHORED` reads: an entry's title and authors fit, and a line of
+"De De De …" costs no more than its last words."""
 
 _LABEL_VALUE_WORDS = 3
 """The longest value after a key that is a record, not a statement: "Rate: 1.65% fixed",
@@ -83,6 +90,8 @@ Galois/Counter Mode (GCM)" says what its key's thing does."""
 
 _RECORD_PARTS = re.compile(r"[,;、，；]\s*")
 _RECORD_PART_WORDS = 7
+"""The longest part of a record's value: a name with a title and a place ("radioastrónoma de la
+Universidad Tecnológica Chalmers"); a clause runs longer."""
 
 _SHORT_FUNCTION_WORD = re.compile(r"^[a-zà-ÿ]{1,2}$")
 """"de", "of", "à" in a value: "27 de enero de 2025" is three words of a date."""
@@ -198,7 +207,7 @@ _UNSPACED_ITEM_CHARS = 12
 _KANA = re.compile(r"[\u3040-\u309f]")
 """Hiragana: a Japanese predicate (verb, adjective, copula) ends in it."""
 
-_JAPANESE_TOPIC = re.compile(r"[はがで][^\u3040-\u309f]")
+_TOPIC_BEFORE_NOUN = re.compile(r"[はがで][^\u3040-\u309f]")
 """A topic, subject or means marked before a noun: "締め切りは10月21日", "近鉄特急で35分" state
 something with the copula left out."""
 
@@ -224,7 +233,7 @@ def split_label(sentence: str) -> tuple[str | None, str]:
     """``sentence``'s opening label and the rest ("Note: x" → ``("Note", "x")``, "注意：x" →
     ``("注意", "x")``), or ``(None, sentence)``.
 
-    A label is one to three words with no verb, or up to six before a value with no end mark:
+    A label is one to three words with no verb, or up to five before a value with no end mark:
     a time ("14:02"), an address ("https://") or a clause ("Tom disagreed: …") is none.
     """
     match = _LABEL.match(sentence)
@@ -275,8 +284,10 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         return LINK
     if _REFERENCE.match(body) or _is_list(body) or _is_citation(body, lang):
         return LABEL
-    if _AUTHORED.search(body) and (
-        lang in ("ja", "zh") or not (has_verb_marker(body, lang) or is_step(body, lang))
+    if (
+        _YEAR_END.search(body)
+        and _AUTHORED.search(body[-_AUTHORED_TAIL:])
+        and (lang in ("ja", "zh") or not (has_verb_marker(body, lang) or is_step(body, lang)))
     ):
         return LABEL
     if _is_material(body, lang):
@@ -285,8 +296,10 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
     ):
         return EXCLAMATION
-    if _verbless_exclamation(body, lang) or is_verdict(body, lang):
+    if _verbless_exclamation(body, lang):
         return EXCLAMATION
+    if is_verdict(body, lang):
+        return OPINION
     if lang in ("ja", "zh"):
         return _unspaced_kind(body, lang, numbered=numbered)
     if is_step(body, lang, numbered=numbered):
@@ -308,8 +321,8 @@ def _is_record(value: str) -> bool:
     """Whether the value after a key is a record's: a few words, short function words aside
     ("€839", "about 4,000", "27 de enero de 2025"), or short parts in a row ("Dra. Hanna
     Lindqvist, radioastrónoma de Chalmers", "Montréal (Trudel), Biographie de Jeanne Mance").
-    A longer one, or one with a participle, says something of the key's thing: "AES-256 using
-    GCM"."""
+    A longer one, or one with an English participle, says something of the key's thing:
+    "AES-256 using GCM"."""
     words = [w for w in WORD_PATTERN.findall(value) if not _SHORT_FUNCTION_WORD.match(w)]
     if any(len(w) > 4 and w.endswith(("ing", "ed")) for w in words):
         return False
@@ -342,6 +355,7 @@ _DELIGHT = word_set(
 delight from start to finish.", "La luz de la tarde sobre el canal era preciosa."."""
 
 _VERDICT_WORDS = 12
+"""The longest verdict: "This episode was a delight from start to finish." and its kin."""
 
 _ENGLISH_COPULA = word_set("is was are were")
 
@@ -354,6 +368,7 @@ _UNSPACED_DELIGHT = re.compile(
     "精彩|漂亮|美丽|很美|太美|很棒|太棒|愉快|无聊|抓狂|惊叹"
 )
 _UNSPACED_VERDICT_CHARS = 30
+"""The same for Japanese and Chinese, in characters."""
 
 
 def is_verdict(body: str, lang: str) -> bool:
@@ -372,9 +387,16 @@ def is_verdict(body: str, lang: str) -> bool:
     written = WORD_PATTERN.findall(body)
     if lang == "en" and not _ENGLISH_COPULA.intersection(w.lower() for w in written):
         return False  # "Kyiv's metro has a beautiful station …" says what it has
-    return len(written) <= _VERDICT_WORDS and any(
-        w in _DELIGHT
-        for w in written[1:]  # in lower case, after the first: not a name
+    verbs = [i for i, w in enumerate(written) if has_verb_marker(w, lang)]
+    # The praise is the predicate: after the verb ("… was a delight"), or with no verb at all
+    # ("Aun así, maravilloso."); "Turkish delight is made from starch" names a thing.
+    after = verbs[0] + 1 if verbs else 1
+    return (
+        len(written) <= _VERDICT_WORDS
+        and any(
+            w in _DELIGHT  # in lower case: "Linda", "The Boring Company" are names
+            for w in written[after:]
+        )
     )
 
 
@@ -388,7 +410,7 @@ def _verbless_exclamation(body: str, lang: str) -> bool:
             _UNSPACED_VERDICT.match(body) is not None
             or (
                 body.endswith(("！", "!"))
-                and not _JAPANESE_TOPIC.search(body)
+                and not _TOPIC_BEFORE_NOUN.search(body)
                 and not _UNSPACED_REPORT.search(body)
             )
             or (lang == "zh" and _UNSPACED_DEGREE.search(body) is not None)
@@ -508,7 +530,7 @@ def _unspaced_kind(sentence: str, lang: str, *, numbered: bool = False) -> str |
     if (
         _JAPANESE_NOUN_END.search(body)
         and not _KANA.search(body.rstrip(_END)[-1:] or "あ")
-        and not _JAPANESE_TOPIC.search(body)
+        and not _TOPIC_BEFORE_NOUN.search(body)
     ):
         return LABEL
     return INSTRUCTION if is_japanese_step(body, numbered=numbered) else None

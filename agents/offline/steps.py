@@ -65,7 +65,7 @@ _IMPERATIVES: dict[str, frozenset[str]] = {
         click tap press select choose open enable disable type enter navigate drag drop install
         uninstall toggle hover scroll expand collapse rename paste copy configure restart reload
         right-click double-click go add remove create delete set use see find search save check
-        uncheck switch turn make ensure pick follow visit refer try run launch process preheat
+        uncheck switch turn make ensure pick follow visit refer try run launch process
         """
     ),
     "de": word_set(

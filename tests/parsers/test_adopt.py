@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aclarai.parsers import adopt_note, parse_note
+from aclarai.parsers import ParseError, adopt_note, parse_note
 
 NOTE = """---
 tags: [ops]
@@ -138,12 +138,23 @@ def test_adoption_only_adds_lines_and_is_idempotent(parts: list[str], crlf: bool
     text = "\n\n".join(parts)
     if crlf:
         text = text.replace("\n", "\r\n")
-    result = adopt_note(text, salt="p.md")
+    try:
+        result = adopt_note(text, salt="p.md")
+    except ParseError:
+        # Markdown the adopter cannot give an id to without changing how it reads ("^-\n*": an
+        # empty list item continuing a paragraph) is refused and the note left as it is; its
+        # own test is below. Refusals are rare, or hypothesis would fail its health check.
+        assume(False)
     remaining = iter(result.text.split("\n"))
     for line in text.split("\n"):
         assert any(candidate.rstrip("\r") == line.rstrip("\r") for candidate in remaining)
     assert adopt_note(result.text, salt="p.md").text == result.text
     assert set(result.block_ids) <= {b.id for b in parse_note(result.text).blocks}
+
+
+def test_markdown_an_id_would_change_is_refused_and_left_as_it_is() -> None:
+    with pytest.raises(ParseError, match="the note is left as it is"):
+        adopt_note("^-\n*\n", salt="p.md")
 
 
 @pytest.mark.parametrize("text", ["^a", "^a\n^b\n", "Intro.\n\n^a\n", "- ^a\n- item\n"])
