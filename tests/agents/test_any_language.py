@@ -377,6 +377,7 @@ def test_a_numbered_item_with_a_subject_is_no_step(said: str) -> None:
         "点按申请维修，然后选择你的台灯。",
         "要嵌入文件，请在内部链接前加一个感叹号。",
         "在 Sentry 仪表盘上检查 staging 环境最近 48 小时内的新错误。",
+        "在会议室检查投影仪。",
         "万一警报响了，把密码输入两次。",
         "记得提前订位。",
         "1. シードがはじけはじめたら、クミン、にんにく、唐辛子を加えて40秒ほど炒める。",
@@ -452,6 +453,8 @@ def test_records_reading_lists_and_verdicts_give_no_claim(line: str) -> None:
         "中国太空站已经建成了。",
         "新版本已于三月一日正式发布！",
         "雨が降りそう。",
+        "Turkish delight is made from starch and sugar.",
+        "在上海使用共享单车的人数超过一百万。",
     ],
 )
 def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: str) -> None:
@@ -478,6 +481,15 @@ def test_an_item_of_a_lead_in_list_finishes_its_sentence_and_gives_no_claim(
     lead_in: str, item: str
 ) -> None:
     assert _claims_after([lead_in, "- Another item"], item) == []
+
+
+def test_an_item_that_states_a_result_keeps_its_claim_after_a_lead_in() -> None:
+    assert _claims_after(["Ergebnisse:"], "- Der Umsatz stieg im dritten Quartal um 12 %") == [
+        "Der Umsatz stieg im dritten Quartal um 12 %."
+    ]
+    assert _claims_after(["Resultados:"], "- Las ventas crecieron con fuerza en marzo") == [
+        "Las ventas crecieron con fuerza en marzo."
+    ]
 
 
 @pytest.mark.parametrize(
