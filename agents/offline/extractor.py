@@ -159,7 +159,8 @@ class OfflineClaimExtractor(ClaimExtractor):
         claims: list[Claim] = []
         seen: set[str] = set()
         prose = prose_text(item.block.text, code_spans=True)
-        # The rules read no neighbour but to tell the language of a short block.
+        # The rules read neighbours only to tell the language of a short block and whether a
+        # list item goes on a lead-in above it.
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         numbered = is_numbered_item(item.block.text)
         item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before])
@@ -214,6 +215,16 @@ def extract_claim_texts(
     return claims
 
 
+_RESULT = re.compile(r"\d\s*%|[€$£¥]\s*\d|\d\s*[€$£¥]")
+"""A share or an amount of money in a list item: a result, not what a lead-in lists."""
+
+_PAST = re.compile(
+    r"^(?:[a-zäöüß]{3,}(?:te|ten)|[a-záéíóú]{3,}(?:ó|aron|ieron)|[a-zãç]{3,}(?:ou|aram|eram|iu)"
+    r"|[a-zàèìòù]{3,}(?:ò|arono|erono|irono))$"
+)
+"""A verb in the past by its ending: "stieg" aside, "deckte", "crecieron", "passou", "salì"."""
+
+
 def _goes_on_its_lead_in(sentence: str, lang: str) -> bool:
     """An item of a lead-in's list with no end mark and no verb the rules can see: "A phone
     with iOS 15 or later", "Un téléphone sous iOS 15 ou Android 10". A change measured ("Der
@@ -227,16 +238,6 @@ def _goes_on_its_lead_in(sentence: str, lang: str) -> bool:
     return lang in ("ja", "zh") or not (
         has_verb_marker(text, lang) or any(_PAST.search(w) for w in WORD_PATTERN.findall(text))
     )
-
-
-_RESULT = re.compile(r"\d\s*%|[€$£¥]\s*\d|\d\s*[€$£¥]")
-"""A share or an amount of money in a list item: a result, not what a lead-in lists."""
-
-_PAST = re.compile(
-    r"^(?:[a-zäöüß]{3,}(?:te|ten)|[a-záéíóú]{3,}(?:ó|aron|ieron)|[a-zãç]{3,}(?:ou|aram|eram|iu)"
-    r"|[a-zàèìòù]{3,}(?:ò|arono|erono|irono))$"
-)
-"""A verb in the past by its ending: "stieg" aside, "deckte", "crecieron", "passou", "salì"."""
 
 
 def split_speaker(line: str) -> tuple[str | None, str]:

@@ -298,7 +298,7 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
         return EXCLAMATION
     if _verbless_exclamation(body, lang):
         return EXCLAMATION
-    if is_verdict(body, lang):
+    if _is_verdict(body, lang):
         return OPINION
     if lang in ("ja", "zh"):
         return _unspaced_kind(body, lang, numbered=numbered)
@@ -371,7 +371,7 @@ _UNSPACED_VERDICT_CHARS = 30
 """The same for Japanese and Chinese, in characters."""
 
 
-def is_verdict(body: str, lang: str) -> bool:
+def _is_verdict(body: str, lang: str) -> bool:
     """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
     if any(ch.isdigit() for ch in body):
         return False
