@@ -203,7 +203,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
             _is_chinese_verb(*tagged[0])
             or (numbered and (tagged[0][1] == "vn" or _directional(*tagged[0])))
         )
-        if verb_first and not _is_chinese_opener(clause):
+        if verb_first and not _is_chinese_opener(clause) and not _says(clause, _CHINESE_ASPECT):
             # 「起火的船」: a verb before 的 describes the noun that follows it.
             following = tagged[1][0] if len(tagged) > 1 else ""
             if following != "的" and following not in _CHINESE_STATIVE and (numbered or urged):

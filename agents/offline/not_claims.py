@@ -354,6 +354,38 @@ _DELIGHT = word_set(
 """Words that praise or blame and state nothing a reader could check: "This episode was a
 delight from start to finish.", "La luz de la tarde sobre el canal era preciosa."."""
 
+_JUDGEMENT = re.compile(
+    # worth the trouble
+    r"\bworth it\b|\bwell worth\b|\bgelohnt\b|\blohnt sich\b|"
+    r"\b(?:valait|vaut|valu)\b(?: \w+)? (?:la peine|le coup)\b|"
+    r"\b(?:mereci[óo]|merece|vali[óo]|vale|vals[aeo]|valeva|valeu)\b(?: \w+)? (?:la|a) pena\b|"
+    r"\b(?:het|de moeite) (?:\w+ )?waard\b|"
+    r"甲斐[がは][^。]{0,4}(?:あった|ある)|值得[一去看读]?[。！]?$|"
+    # too much, at the end: "Three meetings before lunch is too many."
+    r"\btoo (?:many|much|often|long)[.!]?$|\bzu (?:viel|viele|oft|lang|lange)[.!]?$|"
+    r"\btrop(?: souvent| longs?| longues?)?[.!]?$|"
+    r"\bdemasiad[oa]s?(?: a menudo| larg[oa]s?)?[.!]?$|\btropp[oaie](?: spesso| lung[oaie])?[.!]?$|"
+    r"\bdemais[.!]?$|\bte (?:veel|vaak|lang)[.!]?$|すぎ(?:る|だ)[。！]?$|太多了?[。！]?$|"
+    # the best so far
+    r"\b(?:best|worst)\b.*\b(?:so far|ever)\b|\bbeste[n]?\b.*\bbisher\b|\bbisher\b.*\bbeste|"
+    r"\bmeilleur\w*\b.*\b(?:jusqu'ici|jusqu'à présent)|\bmejor(?:es)?\b.*\bhasta ahora\b|"
+    r"\bmiglior\w*\b.*\b(?:finora|fino ad ora)\b|\bfinora\b.*\bmiglior|"
+    r"\bmelhor(?:es)?\b.*\baté agora\b|\bbeste\b.*\btot nu toe\b|"
+    r"(?:今のところ|これまでで|今までで).*(?:いちばん|一番|最高)|(?:到目前为止|迄今为止).*最好|"
+    # a doubt or a wish of the writer's
+    r"^(?:\w+(?: \w+)?,? )?(?:i doubt|i(?: would|'d) (?:like|love) to see|ich bezweifle|"
+    r"bezweifle ich|ich würde gerne? |je doute|j'aimerais voir|dudo que|me gustaría ver|"
+    r"dubito che|mi piacerebbe vedere|duvido que|gostaria de ver|gostava de ver|"
+    r"ik betwijfel|betwijfel ik|ik zou graag )",
+    re.I,
+)
+"""A judgement and nothing a reader could check: it was worth it, there is too much of
+something, the best so far, or what the writer doubts or would like ("Three meetings before
+lunch is too many.", "Ça valait vraiment le coup.", "It is the best episode of the series so
+far.", "I would like to see newer figures.")."""
+
+_JUDGEMENT_WORDS = 20
+
 _VERDICT_WORDS = 12
 """The longest verdict: "This episode was a delight from start to finish." and its kin."""
 
@@ -375,6 +407,10 @@ def _is_verdict(body: str, lang: str) -> bool:
     """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
     if any(ch.isdigit() for ch in body):
         return False
+    if _JUDGEMENT.search(body) and (
+        word_count(body) <= _JUDGEMENT_WORDS if lang not in ("ja", "zh") else len(body) <= 40
+    ):
+        return True
     if lang in ("ja", "zh"):
         # 「画面很美」 after 「获得了艾美奖」 or 「由诺兰执导」: a fact beside the verdict
         return (

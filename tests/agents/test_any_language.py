@@ -462,6 +462,50 @@ def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: st
     assert claims_of(said) == [claim]
 
 
+@pytest.mark.parametrize(
+    "judged",
+    [
+        "Some chapters felt too long, but the ending was worth it.",
+        "Hat sich total gelohnt.",
+        "Ça valait vraiment le coup.",
+        "Mereció totalmente la pena.",
+        "Ne è valsa assolutamente la pena.",
+        "Valeu muito a pena.",
+        "Sommige hoofdstukken waren te lang, maar het einde was het waard.",
+        "待った甲斐は十分にあった。",
+        "Kowalczyk interrupts her guests far too often.",
+        "Drei Meetings vor dem Mittagessen sind einfach zu viel.",
+        "Tres reuniones antes de comer son demasiadas.",
+        "Drie vergaderingen voor de lunch is te veel.",
+        "It is the best episode of the series so far.",
+        "C'est le meilleur épisode de la série jusqu'ici.",
+        "Finora è il miglior episodio della serie.",
+        "这是这个系列到目前为止最好的一期。",
+        "I would like to see newer figures.",
+        "Ehrlich gesagt bezweifle ich, dass unser Stadtrat die Geduld dafür hätte.",
+        "Sinceramente, dudo que nuestro ayuntamiento tuviera paciencia para algo así.",
+        "Ik zou graag recentere cijfers zien.",
+    ],
+)
+def test_judgements_give_no_claim(judged: str) -> None:
+    """Worth it, too much, the best so far, a doubt or a wish of the writer's: a judgement,
+    with nothing a reader could check."""
+    assert claims_of(judged) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The upgrade cost €40, and it was worth it.",
+        "The API returns 429 when a client sends too many.",
+        "She ran the best time of the 2019 season so far.",
+        "The bridge is too long for the 1890 cranes to lift in one piece.",
+    ],
+)
+def test_statements_with_a_number_beside_a_judgement_keep_their_claim(said: str) -> None:
+    assert claims_of(said) == [said]
+
+
 def _claims_after(before: list[str], block: str) -> list[str]:
     window = tuple(Utterance(f"blk-b{i}", text) for i, text in enumerate(before))
     item = ExtractionInput(Utterance("blk-1", block), before=window, conversation=False)
