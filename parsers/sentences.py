@@ -178,7 +178,8 @@ def _is_boundary(unit: str, punct_at: int, punct: str, following: str) -> bool:
         # "Inc. The" and "etc. We" end sentences; "Dr. Smith" and "e.g. on" do not.
         return following.isupper() and word in _SENTENCE_ENDING_ABBREVIATIONS
     if len(word) == 1 and word.isalpha():
-        return False
+        # "J. Smith" is an initial; "16 °C. Heb je …" is a temperature that ends a sentence
+        return not lower_next and unit[max(0, match.start(1) - 1) : match.start(1)] == "°"
     return not ("." in word and lower_next)
 
 

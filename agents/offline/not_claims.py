@@ -492,6 +492,9 @@ def is_numbered_item(block: str) -> bool:
     return _NUMBERED_ITEM.match(block) is not None
 
 
+_ENTRIES_IN_VIEW = 2
+
+
 def continues_a_lead_in(block: str, before: Sequence[str]) -> bool:
     """Whether a block is an item of a bulleted list that a lead-in opens ("The warranty does
     not cover:"): ``before`` holds the blocks above it, the nearest last. Such an item finishes
@@ -502,7 +505,11 @@ def continues_a_lead_in(block: str, before: Sequence[str]) -> bool:
     for above in reversed(before):
         if _BULLET_ITEM.match(above) is None:
             return above.rstrip().endswith((":", "："))
-    return False
+    # The list goes on above the window: its lead-in is out of sight, but items that are no
+    # sentences, one after another, are its entries.
+    return len(before) >= _ENTRIES_IN_VIEW and all(
+        above.rstrip()[-1:] not in _END for above in before
+    )
 
 
 def states_nothing(prose: str, lang: str, *, numbered: bool = False) -> bool:

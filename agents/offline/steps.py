@@ -513,6 +513,8 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
         return True
     if lang == "de" and (_ends_in_infinitive(sentence) or _german_stem_step(sentence)):
         return True
+    if lang == "nl" and _DUTCH_IMPERATIVE_THEN.search(sentence):
+        return True  # "Wil je slapen, boek daar dan geen kamer."
     if lang == "nl" and _then_clause(sentence, lang):
         return False  # "Staat je vraag er niet bij, dan reageert …": a condition
     if lang == "nl" and _dutch_infinitive_step(sentence):
@@ -741,6 +743,17 @@ def _infinitive_is_subject(clause: str, lang: str) -> bool:
     markers = _VERB_MARKERS.get(lang, frozenset())
     negations = _NEGATIONS.get(lang, ())
     return any(w in markers or w in negations for w in rest)
+
+
+_DUTCH_IMPERATIVE_THEN = re.compile(
+    r"^[^,]+, (?!(?:dan|en|maar|of|want|die|dat|wat|waar|als|zodat|meer|minder)\b)"
+    r"[^\W\d_]+(?<!er) (?!(?:ik|jij|je|hij|zij|ze|we|wij|jullie|u|het|er|men|de|een)\b)"
+    r"(?:[^\s,]+ ){0,3}?(?<!er )(?<!meer )(?<!minder )(?<!anders )dan\b",
+    re.I,
+)
+"""A condition, then what to do about it, "dan" after the verb and no subject before it (not
+the "dan" of "meer dan"): "Ben je ziek, meld dat dan …", "Komt E04 terug, neem dan contact met
+ons op". A subject after the verb states what follows ("…, blijven we dan thuis")."""
 
 
 def _then_clause(sentence: str, lang: str) -> bool:

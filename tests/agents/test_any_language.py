@@ -383,6 +383,8 @@ def test_a_numbered_item_with_a_subject_is_no_step(said: str) -> None:
         "1. シードがはじけはじめたら、クミン、にんにく、唐辛子を加えて40秒ほど炒める。",
         "入口で番号札をもらって、外で待とう。",
         "朝早く、ツアーの団体が来る前に行くのがおすすめ。",
+        "Ben je ziek, meld dat dan op de eerste dag vóór 9:30 bij je manager.",
+        "Komt E04 na het drogen terug, neem dan contact met ons op.",
     ],
 )
 def test_requests_and_steps_of_every_form_give_no_claim(step: str) -> None:
@@ -455,6 +457,9 @@ def test_records_reading_lists_and_verdicts_give_no_claim(line: str) -> None:
         "雨が降りそう。",
         "Turkish delight is made from starch and sugar.",
         "在上海使用共享单车的人数超过一百万。",
+        "Als het regent, blijven we dan thuis.",
+        "Support kreeg 520 tickets binnen, veel meer dan de 300 die Tom had verwacht.",
+        "Ik vond dat de vriendschap het hele boek droeg, meer nog dan de plot.",
     ],
 )
 def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: str) -> None:
@@ -525,6 +530,16 @@ def test_an_item_of_a_lead_in_list_finishes_its_sentence_and_gives_no_claim(
     lead_in: str, item: str
 ) -> None:
     assert _claims_after([lead_in, "- Another item"], item) == []
+
+
+def test_an_item_of_a_list_whose_lead_in_is_out_of_sight_gives_no_claim() -> None:
+    """Three entries above it and no lead-in in the window: the list began further up."""
+    entries = ["- Ein Router mit WPA2", "- Die Loam-App ab Version 4.2", "- Ein Telefon mit iOS 15"]
+    assert _claims_after(entries, "- Ein WLAN im 2,4-GHz-Band mit WPA2 oder WPA3") == []
+    sentences = ["- Der Router ist neu.", "- Die App läuft.", "- Das Telefon lädt."]
+    assert _claims_after(sentences, "- Ein WLAN im 2,4-GHz-Band mit WPA2 oder WPA3") == [
+        "Ein WLAN im 2,4-GHz-Band mit WPA2 oder WPA3."
+    ]
 
 
 def test_an_item_that_states_a_result_keeps_its_claim_after_a_lead_in() -> None:

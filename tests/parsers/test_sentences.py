@@ -18,6 +18,8 @@ from aclarai.parsers.sentences import NLI_MAX_CHARS, NLI_MIN_CHARS
         ("Dr. Smith fixed it. Then it broke.", ["Dr. Smith fixed it.", "Then it broke."]),
         ("Use a cache, e.g. Redis. It helps.", ["Use a cache, e.g. Redis.", "It helps."]),
         ("J. R. R. Tolkien wrote it in 1954.", ["J. R. R. Tolkien wrote it in 1954."]),
+        ("Bake at 180 °C. Let it cool.", ["Bake at 180 °C.", "Let it cool."]),
+        ("Bei 180 °C. backen", ["Bei 180 °C. backen"]),
         ("We run v2.3 at 99.9% uptime.", ["We run v2.3 at 99.9% uptime."]),
         ("See https://example.com/a.b for more.", ["See https://example.com/a.b for more."]),
         ('He said "go." Then we left.', ['He said "go."', "Then we left."]),
