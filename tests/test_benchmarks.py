@@ -191,6 +191,18 @@ TINY: dict[str, Tiny] = {
             r"^wrote .*params\.json$",
         ),
     ),
+    "fit_steps": Tiny(
+        "--out {tmp}/step_params.json",
+        r"zh: \d+ sentences the rules leave open, \d+ of them steps",
+        (
+            *(
+                rf"^{lang}: \d+ sentences the rules leave open, \d+ of them steps\n"
+                rf"(?:  {N}: steps caught \d+/\d+, claims lost \d+/\d+(?:  <-)?\n){{10}}"
+                for lang in ("zh", "ja")
+            ),
+            r"^wrote .*step_params\.json$",
+        ),
+    ),
     "graph_sync": Tiny(
         "--notes 40 --blocks-per-note 5 --warm-up-notes 10 --arcadedb-ports {arcadedb_ports}",
         r"40 notes, 200 blocks",

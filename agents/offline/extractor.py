@@ -30,6 +30,8 @@ from aclarai.agents.offline.not_claims import (
     NAVIGATION,
     continues_a_lead_in,
     has_predicate,
+    introduces_what_follows,
+    is_list_item,
     is_numbered_item,
     not_a_claim,
     split_label,
@@ -164,12 +166,18 @@ class OfflineClaimExtractor(ClaimExtractor):
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         numbered = is_numbered_item(item.block.text)
         item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before])
+        opens = (
+            not is_list_item(item.block.text)
+            and bool(item.after)
+            and is_list_item(item.after[0].text)
+        )
         for text in extract_claim_texts(
             prose,
             conversation=item.conversation,
             lang=lang,
             numbered=numbered,
             lead_in_item=item_of,
+            before_a_list=opens,
         ):
             key = normalize_text(text)
             if key not in seen:
@@ -185,6 +193,7 @@ def extract_claim_texts(
     lang: str | None = None,
     numbered: bool = False,
     lead_in_item: bool = False,
+    before_a_list: bool = False,
 ) -> list[str]:
     """The claim sentences of one block, first-person pronouns resolved to the speaker.
 
@@ -196,6 +205,8 @@ def extract_claim_texts(
         numbered: Whether the block is an item of a numbered list, where steps are.
         lead_in_item: Whether it is an item of a bulleted list a lead-in opens, where a line
             with no end mark and no verb the rules can see finishes the lead-in's sentence.
+        before_a_list: Whether a list follows the block, which its last sentence may
+            introduce with no colon (「次の設定を使用します。」).
 
     Returns:
         Claim texts in order, whitespace-normalised, each ending in one end mark.
@@ -203,9 +214,13 @@ def extract_claim_texts(
     lang = lang or language_of(utterance)
     segments = speaker_segments(utterance) if conversation else [(None, utterance)]
     claims: list[str] = []
-    for speaker, text in segments:
-        for sentence in split_sentences(text):
+    for n, (speaker, text) in enumerate(segments):
+        sentences = split_sentences(text)
+        for i, sentence in enumerate(sentences):
             if lead_in_item and _goes_on_its_lead_in(sentence, lang):
+                continue
+            last = n == len(segments) - 1 and i == len(sentences) - 1
+            if before_a_list and last and introduces_what_follows(sentence, lang):
                 continue
             claim = sentence_to_claim(
                 sentence, speaker, lang, labelled=not conversation, numbered=numbered

@@ -36,6 +36,7 @@ from aclarai.agents.offline.cjk_steps import (
     tag_chinese,
 )
 from aclarai.agents.offline.features import word_set
+from aclarai.agents.offline.step_model import is_likely_step
 from aclarai.agents.offline.steps import ANY_VERB_MARKER, has_verb_marker, is_step
 from aclarai.agents.offline.words import UNSPACED_CHAR, WORD_PATTERN, word_count
 from aclarai.parsers import split_sentences
@@ -173,6 +174,8 @@ _NUMBERED_ITEM = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 
 _BULLET_ITEM = re.compile(r"[ \t]*[-*+][ \t]+(?!\[[ xX]\])")
 
+_ANY_BULLET = re.compile(r"[ \t]*[-*+][ \t]")
+
 _ENGLISH_PAST = re.compile(r"(?<![-\w])[a-z]{3,}ed\b")
 """A verb in the past ("raised to 2560x1440"): a change stated, not a material listed."""
 
@@ -262,7 +265,9 @@ def has_predicate(sentence: str, lang: str) -> bool:
     return has_verb_marker(sentence, lang) or word_count(sentence) > _LABEL_WORDS + 1
 
 
-def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | None:
+def not_a_claim(
+    sentence: str, lang: str, *, numbered: bool = False, learned: bool = True
+) -> str | None:
     """Why ``sentence`` gives no claim (one of the kinds above), or ``None`` when it may.
 
     Args:
@@ -272,6 +277,8 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
             verb there needs no object after it to open a step ("Bake for 20 minutes"), and
             in Chinese, which leaves a statement's subject out as readily, only there does a
             verb of doing open one.
+        learned: Whether :mod:`~aclarai.agents.offline.step_model` has its say on a Chinese
+            or Japanese sentence the rules leave open (not while it is being fitted).
     """
     body = sentence.rstrip()
     if body.endswith((":", "：")):
@@ -301,7 +308,10 @@ def not_a_claim(sentence: str, lang: str, *, numbered: bool = False) -> str | No
     if _is_verdict(body, lang):
         return OPINION
     if lang in ("ja", "zh"):
-        return _unspaced_kind(body, lang, numbered=numbered)
+        kind = _unspaced_kind(body, lang, numbered=numbered)
+        if kind is None and learned and is_likely_step(body, lang):
+            return INSTRUCTION
+        return kind
     if is_step(body, lang, numbered=numbered):
         return INSTRUCTION
     label, value = split_label(body)
@@ -490,6 +500,25 @@ def _is_material(body: str, lang: str) -> bool:
 def is_numbered_item(block: str) -> bool:
     """Whether a block's Markdown is an item of a numbered list ("1. Warm the oil")."""
     return _NUMBERED_ITEM.match(block) is not None
+
+
+_WHAT_FOLLOWS = re.compile(
+    r"次の(?![^、。]{0,4}(?:年|月|週|日|回|朝|晩|夜|曜|休暇|季節|シーズン|セッション))"
+    r"|(?:以下|下記)の|如下|下列|(?:以下|下面)(?:几|这|各)"
+)
+"""「次の設定を使用します。」, 「会添加以下选项。」: what the list below holds; 「次の休暇年度」 is
+the next year."""
+
+
+def is_list_item(block: str) -> bool:
+    """Whether a block's Markdown is an item of a list, bulleted, numbered or a task."""
+    return _NUMBERED_ITEM.match(block) is not None or _ANY_BULLET.match(block) is not None
+
+
+def introduces_what_follows(sentence: str, lang: str) -> bool:
+    """Whether a Japanese or Chinese sentence right above a list introduces it: it names "the
+    following" and ends with no colon, as these languages may write a lead-in."""
+    return lang in ("ja", "zh") and _WHAT_FOLLOWS.search(sentence) is not None
 
 
 _ENTRIES_IN_VIEW = 2

@@ -571,3 +571,28 @@ def test_an_item_that_states_something_keeps_its_claim_after_a_lead_in(
     lead_in: str, item: str, claim: str
 ) -> None:
     assert _claims_after([lead_in], item) == [claim]
+
+
+def _claims_before(block: str, after: str) -> list[str]:
+    item = ExtractionInput(
+        Utterance("blk-1", block), after=(Utterance("blk-2", after),), conversation=False
+    )
+    return [c.text for c in OfflineClaimExtractor().extract(item)]
+
+
+@pytest.mark.parametrize(
+    "lead_in",
+    [
+        "Syncは次の設定を使用します。",
+        "このプラグインを使うと次のオプションが追加されます。",
+        "插件会添加如下选项。",
+    ],
+)
+def test_a_sentence_that_names_the_list_below_is_its_lead_in(lead_in: str) -> None:
+    assert _claims_before(lead_in, "- 暗号化方式：AES-256") == []
+    assert _claims_before(lead_in, "その後、保管庫を開きます。") == [lead_in]
+
+
+def test_the_next_year_before_a_list_is_no_lead_in() -> None:
+    said = "追加日数は、入社記念日を迎えた次の休暇年度から適用されます。"
+    assert _claims_before(said, "- 5年目：1日") == [said]

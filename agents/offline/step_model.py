@@ -1,0 +1,139 @@
+"""A learned second opinion on the Chinese and Japanese sentences that may be steps.
+
+Both languages leave a statement's subject out as readily as a step's: 「从 NOAA 获取预测」
+states what a tool does, 「向 Kestrel 要一份估价」 tells the reader what to do, and a Japanese
+to-do in the plain form (「地図を用意する。」) ends as a statement does. Where the verb stands
+does not tell them apart, and :mod:`~aclarai.agents.offline.cjk_steps` passes such a sentence
+by. This model weighs what the sentence opens and ends with, its markers of aspect, modality
+and person, and its numbers: a logistic regression fitted on the labelled tune vaults by
+``benchmarks/fit_steps.py``. Its threshold is the lowest at which, fitted on all styles but one
+and tried on that one, it drops no more than a fixed share of the real claims; it is asked only
+about sentences the rules leave open.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from aclarai.agents.offline.cjk_steps import tag_chinese
+from aclarai.agents.offline.features import word_set
+
+STEP_PARAMS_RESOURCE = "step_params.json"
+
+LANGUAGES = ("zh", "ja")
+
+_CHINESE_MARKERS = word_set(
+    "了 过 着 会 能 可以 是 有 的 我 我们 你 您 他 她 它 这 请 要 先 再 然后 就 把 将 用 在 一下 "
+    "分钟 后 前 时"
+)
+"""Words that say who acts, what happened or could, or what to do and when."""
+
+_JAPANESE_MARKERS = word_set(
+    "は が も を に で た ている ました です ます だ ない 私 僕 、 こと する しておく 前に までに"
+)
+
+_CHINESE_LEADING_TAGS = frozenset({"t", "tg", "m", "mq", "q", "f"})
+"""A time or an amount before the word that opens the clause: 「周五前复习」."""
+
+_CHINESE_LEADING_WORDS = word_set(
+    "请 先 再 然后 接着 最后 首先 立即 立刻 马上 只 就 务必 一定 逐个 逐一 慢慢 轻轻 仔细 小心"
+)
+"""Adverbs of a step's order or manner before its verb: 「先轻松慢跑」."""
+
+_CHINESE_NAMES = frozenset({"nr", "nrt", "ns", "nt", "nz", "eng"})
+
+_CLAUSE = re.compile(r"[，；,;：:]")
+
+
+def step_features(sentence: str, lang: str) -> dict[str, float]:
+    """The features of one sentence (its label taken off) for the model of its language."""
+    return _chinese_features(sentence) if lang == "zh" else _japanese_features(sentence)
+
+
+def _chinese_features(sentence: str) -> dict[str, float]:
+    words = [(w, t) for w, t in tag_chinese(sentence) if w.strip()]
+    tags = [t for _, t in words]
+    said = {w for w, _ in words}
+    features: dict[str, float] = {
+        "length": min(len(sentence), 80) / 80,
+        "number": float(any(ch.isdigit() for ch in sentence)),
+        "verbs": sum(t.startswith("v") for t in tags) / max(1, len(tags)),
+        "pronoun": float("r" in tags),
+        "name": float(any(t in _CHINESE_NAMES for t in tags)),
+        "ends in 了": float(sentence.rstrip("。！!").endswith("了")),
+    }
+    features.update({f"word {i} {t}": 1.0 for i, t in enumerate(tags[:3])})
+    if words:
+        features[f"opens with {words[0][0]}"] = 1.0
+    features.update({f"says {m}": 1.0 for m in sorted(_CHINESE_MARKERS) if m in said})
+    clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
+    features["clauses"] = min(len(clauses), 4) / 4
+    for i, clause in enumerate(clauses[:2]):
+        opening = [(w, t) for w, t in tag_chinese(clause) if w.strip()]
+        while len(opening) > 1 and (
+            opening[0][1] in _CHINESE_LEADING_TAGS or opening[0][0] in _CHINESE_LEADING_WORDS
+        ):
+            opening.pop(0)
+        if opening:
+            word, tag = opening[0]
+            features[f"clause {i} opens with {word}"] = 1.0
+            features[f"clause {i} opens with a {tag}"] = 1.0
+            if len(opening) > 1:
+                features[f"clause {i} opens with a {tag} {opening[1][1]}"] = 1.0
+    return features
+
+
+def _japanese_features(sentence: str) -> dict[str, float]:
+    core = sentence.rstrip("。．！!？? ")
+    features: dict[str, float] = {
+        "length": min(len(sentence), 80) / 80,
+        "number": float(any(ch.isdigit() for ch in sentence)),
+    }
+    features.update({f"ends in {core[-n:]}": 1.0 for n in (1, 2, 3, 4) if len(core) >= n})
+    features.update({f"says {m}": 1.0 for m in sorted(_JAPANESE_MARKERS) if m in sentence})
+    return features
+
+
+class StepModel:
+    """Per language: sparse weights, an intercept and the threshold of a step."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.models = {
+            lang: (
+                {name: float(w) for name, w in model["weights"].items()},
+                float(model["intercept"]),
+                float(model["threshold"]),
+            )
+            for lang, model in params.get("languages", {}).items()
+        }
+
+    def probability(self, sentence: str, lang: str) -> float | None:
+        """P(step), or ``None`` for a language the model was not fitted for."""
+        model = self.models.get(lang)
+        if model is None:
+            return None
+        weights, intercept, _ = model
+        features = step_features(sentence, lang)
+        logit = intercept + sum(weights.get(name, 0.0) * x for name, x in features.items())
+        return 1 / (1 + math.exp(-max(min(logit, 50.0), -50.0)))
+
+    def is_step(self, sentence: str, lang: str) -> bool:
+        probability = self.probability(sentence, lang)
+        return probability is not None and probability >= self.models[lang][2]
+
+
+@cache
+def shipped_model() -> StepModel:
+    """The model fitted on the tune vaults, shipped with the package."""
+    path = resources.files("aclarai.agents.offline").joinpath(STEP_PARAMS_RESOURCE)
+    return StepModel(json.loads(path.read_text("utf-8")))
+
+
+def is_likely_step(sentence: str, lang: str) -> bool:
+    """Whether the shipped model takes a sentence the rules left open for a step."""
+    return lang in LANGUAGES and shipped_model().is_step(sentence, lang)
