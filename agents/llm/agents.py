@@ -72,9 +72,14 @@ from aclarai.agents.offline.coverage import coverage
 from aclarai.agents.offline.decontext import decontextualization
 from aclarai.agents.offline.evaluator import OfflineEvaluator
 from aclarai.agents.offline.language import language_of
-from aclarai.agents.offline.not_claims import is_numbered_item, states_nothing
+from aclarai.agents.offline.not_claims import (
+    is_numbered_item,
+    not_a_claim,
+    states_nothing,
+    strip_label,
+)
 from aclarai.agents.tools import ToolFactory
-from aclarai.parsers import EvaluationError, InputTooLong
+from aclarai.parsers import EvaluationError, InputTooLong, normalize_text
 
 logger = logging.getLogger(__name__)
 
@@ -194,12 +199,15 @@ class LLMClaimExtractor(ClaimExtractor):
         unique = list(dict.fromkeys(t for t in _nonblank(texts) if not echoes_scaffolding(t)))
         claims = []
         for text in unique:
-            if drawn_from(text, block.text, (*before, *after)):
-                claims.append(Claim(make_claim_id(block.block_id, text), block.block_id, text))
-            else:
+            if not drawn_from(text, block.text, (*before, *after)):
                 logger.info(
                     "block %s: dropped a claim not drawn from the block: %r", block.block_id, text
                 )
+            elif (kind := _no_claim(text, lang)) is not None:
+                # A small model copies a step or an opinion of a mixed block as it stands.
+                logger.info("block %s: dropped a reply read as %s: %r", block.block_id, kind, text)
+            else:
+                claims.append(Claim(make_claim_id(block.block_id, text), block.block_id, text))
         return claims
 
     def _ask(self, block: Utterance, before: list[str], after: list[str]) -> list[str]:
@@ -221,6 +229,13 @@ class LLMClaimExtractor(ClaimExtractor):
             )
         reply = self._client.complete_json(self._model, render(context, text), ExtractionOut)
         return _nonblank(reply.claims)
+
+
+def _no_claim(text: str, lang: str) -> str | None:
+    """What a reply is when it states nothing: the offline rules' kind, or a question."""
+    if text.rstrip().endswith(("?", "？")):
+        return "question"
+    return not_a_claim(strip_label(normalize_text(text)), lang)
 
 
 def _context_field(texts: Sequence[str]) -> str:

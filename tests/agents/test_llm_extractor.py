@@ -166,6 +166,38 @@ def test_a_step_beside_a_statement_is_asked(
     assert len(llm_server.chat_requests) == 1
 
 
+def test_a_reply_that_copies_a_step_an_opinion_or_a_question_gives_no_claim(
+    llm_server: ScriptedLLMServer,
+    make_extractor: Callable[..., LLMClaimExtractor],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    llm_server.queue(
+        json_reply(
+            {
+                "claims": [
+                    "Open Settings.",
+                    "Sync keeps 12 months of history.",
+                    "Three reviews a week is too many.",
+                    "Is the history kept?",
+                ]
+            }
+        )
+    )
+    text = (
+        "Open **Settings**. Sync keeps 12 months of history. Three reviews a week is too many. "
+        "Is the history kept?"
+    )
+    with caplog.at_level(logging.INFO, logger="aclarai.agents.llm.agents"):
+        claims = make_extractor().extract(ExtractionInput(Utterance("blk-1", text)))
+    assert [c.text for c in claims] == ["Sync keeps 12 months of history."]
+    dropped = [r.getMessage() for r in caplog.records if "dropped a reply" in r.getMessage()]
+    assert [m.split(": '")[0] for m in dropped] == [
+        "block blk-1: dropped a reply read as instruction",
+        "block blk-1: dropped a reply read as opinion",
+        "block blk-1: dropped a reply read as question",
+    ]
+
+
 def test_a_key_whose_value_states_it_is_asked(
     llm_server: ScriptedLLMServer, make_extractor: Callable[..., LLMClaimExtractor]
 ) -> None:
