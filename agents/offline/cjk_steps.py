@@ -176,6 +176,8 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
     if _CHINESE_PROHIBITION.search(sentence):
         return True
     clauses = [c.strip() for c in re.split(r"[，；,;]", sentence) if c.strip()]
+    if not clauses:
+        return False
     if any(_CHINESE_MODAL_STEP.match(c) for c in clauses) or (
         _opens_with_ba(clauses[0]) and not _says(clauses[0], _CHINESE_MODAL)
     ):

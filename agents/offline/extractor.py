@@ -33,6 +33,7 @@ from aclarai.agents.offline.not_claims import (
     introduces_what_follows,
     is_list_item,
     is_numbered_item,
+    is_writers_wish,
     not_a_claim,
     split_label,
 )
@@ -165,7 +166,7 @@ class OfflineClaimExtractor(ClaimExtractor):
         # list item goes on a lead-in above it.
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         numbered = is_numbered_item(item.block.text)
-        item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before])
+        item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before], lang)
         opens = (
             not is_list_item(item.block.text)
             and bool(item.after)
@@ -300,6 +301,8 @@ def sentence_to_claim(
             # Chalmers" is a record: its value alone would read as a sentence
             return None
         text = _unlabelled(text, lang)
+        if is_writers_wish(text):
+            return None
     if not text or not_a_claim(text, lang, numbered=numbered) is not None:
         return None
     if not text.isascii() and is_nonlatin(text):

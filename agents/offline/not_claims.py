@@ -365,36 +365,52 @@ _DELIGHT = word_set(
 delight from start to finish.", "La luz de la tarde sobre el canal era preciosa."."""
 
 _JUDGEMENT = re.compile(
-    # worth the trouble
-    r"\bworth it\b|\bwell worth\b|\bgelohnt\b|\blohnt sich\b|"
-    r"\b(?:valait|vaut|valu)\b(?: \w+)? (?:la peine|le coup)\b|"
-    r"\b(?:mereci[óo]|merece|vali[óo]|vale|vals[aeo]|valeva|valeu)\b(?: \w+)? (?:la|a) pena\b|"
-    r"\b(?:het|de moeite) (?:\w+ )?waard\b|"
-    r"甲斐[がは][^。]{0,4}(?:あった|ある)|值得[一去看读]?[。！]?$|"
-    # too much, at the end: "Three meetings before lunch is too many."
-    r"\btoo (?:many|much|often|long)[.!]?$|\bzu (?:viel|viele|oft|lang|lange)[.!]?$|"
-    r"\btrop(?: souvent| longs?| longues?)?[.!]?$|"
-    r"\bdemasiad[oa]s?(?: a menudo| larg[oa]s?)?[.!]?$|\btropp[oaie](?: spesso| lung[oaie])?[.!]?$|"
-    r"\bdemais[.!]?$|\bte (?:veel|vaak|lang)[.!]?$|すぎ(?:る|だ)[。！]?$|太多了?[。！]?$|"
-    # the best so far
-    r"\b(?:best|worst)\b.*\b(?:so far|ever)\b|\bbeste[n]?\b.*\bbisher\b|\bbisher\b.*\bbeste|"
-    r"\bmeilleur\w*\b.*\b(?:jusqu'ici|jusqu'à présent)|\bmejor(?:es)?\b.*\bhasta ahora\b|"
-    r"\bmiglior\w*\b.*\b(?:finora|fino ad ora)\b|\bfinora\b.*\bmiglior|"
-    r"\bmelhor(?:es)?\b.*\baté agora\b|\bbeste\b.*\btot nu toe\b|"
-    r"(?:今のところ|これまでで|今までで).*(?:いちばん|一番|最高)|(?:到目前为止|迄今为止).*最好|"
-    # a doubt or a wish of the writer's
+    # Worth the trouble, said last: "Ça valait vraiment le coup.", "Hat sich total gelohnt."
+    r"(?:\bworth it|\bwell worth it|\bgelohnt|\blohnt sich|"
+    r"\b(?:valait|vaut|valu)\b(?: \w+)? (?:la peine|le coup)|"
+    r"\b(?:mereci[óo]|merece|vali[óo]|vale|vals[aeo]|valeva|valeu)\b(?: \w+)? (?:la|a) pena|"
+    r"\b(?:de moeite|het) (?:echt |zeker |wel |meer dan )?waard|"
+    r"甲斐[がは][^。]{0,4}(?:あった|ある)|值得[一去看读]?)"
+    r"(?:[ ,]+\w+(?: \w+)?)?[.!。！]?$|"
+    # Too many, the predicate of its subject: "Three meetings before lunch is too many."
+    r"\b(?:is|are|was|were) (?:just |simply |far |way )?too (?:many|much)[.!]?$|"
+    r"\b(?:ist|sind|war|waren) (?:einfach |echt |viel )?zu viele?[.!]?$|"
+    r"\bc'est (?:vraiment |beaucoup )?trop[.!]?$|"
+    r"\b(?:es|son|era|eran) demasiad[oa]s?[.!]?$|"
+    r"\b(?:è|sono|era|erano) (?:davvero )?tropp[oaie][.!]?$|"
+    r"\b(?:é|são|era|eram) (?:demais|demasiad[oa]s?)[.!]?$|"
+    r"\b(?:is|zijn|was|waren) (?:echt |gewoon |veel )?te veel[.!]?$|"
+    r"(?:多|長|高|少な|遅|短|重|難し|うるさ)すぎ(?:る|だ)[。！]?$|(?<=[いきしちにみりびぎ])すぎだ[。！]?$|"
+    r"(?:实在|真是|真的|也)?太多了[。！]?$|"
+    # Too often: "Kowalczyk interrupts her guests far too often."
+    r"\b(?:far|way|much) too often[.!]?$|\bviel zu oft[.!]?$|\bbeaucoup trop souvent\b|"
+    r"\bdemasiado a menudo[.!]?$|\btroppo spesso[.!]?$|\bvezes demais[.!]?$|\bveel te vaak[.!]?$",
+    re.I,
+)
+"""A judgement and nothing a reader could check: it was worth it, or there is too much of
+something ("Three meetings before lunch is too many.", "Ça valait vraiment le coup."). Said last
+and of a subject, so that a fact about a limit or a price stays ("The form rejects passwords
+that are too long.", "Het huis is nu het dubbele waard.")."""
+
+_WRITERS_WISH = re.compile(
     r"^(?:\w+(?: \w+)?,? )?(?:i doubt|i(?: would|'d) (?:like|love) to see|ich bezweifle|"
     r"bezweifle ich|ich würde gerne? |je doute|j'aimerais voir|dudo que|me gustaría ver|"
     r"dubito che|mi piacerebbe vedere|duvido que|gostaria de ver|gostava de ver|"
     r"ik betwijfel|betwijfel ik|ik zou graag )",
     re.I,
 )
-"""A judgement and nothing a reader could check: it was worth it, there is too much of
-something, the best so far, or what the writer doubts or would like ("Three meetings before
-lunch is too many.", "Ça valait vraiment le coup.", "It is the best episode of the series so
-far.", "I would like to see newer figures.")."""
+"""What the writer of a note doubts or would like ("I would like to see newer figures.",
+"Ehrlich gesagt bezweifle ich, dass …"): a wish, not a claim. In a conversation it is what
+the speaker asked for, and stays."""
 
 _JUDGEMENT_WORDS = 20
+
+
+def is_writers_wish(sentence: str) -> bool:
+    """Whether a sentence of a note (not of a conversation) is a wish or a doubt of its
+    writer's (:data:`_WRITERS_WISH`)."""
+    return _WRITERS_WISH.match(sentence) is not None
+
 
 _VERDICT_WORDS = 12
 """The longest verdict: "This episode was a delight from start to finish." and its kin."""
@@ -417,9 +433,8 @@ def _is_verdict(body: str, lang: str) -> bool:
     """A short sentence that praises or blames with no number in it: an opinion, not a claim."""
     if any(ch.isdigit() for ch in body):
         return False
-    if _JUDGEMENT.search(body) and (
-        word_count(body) <= _JUDGEMENT_WORDS if lang not in ("ja", "zh") else len(body) <= 40
-    ):
+    short = word_count(body) <= _JUDGEMENT_WORDS if lang not in ("ja", "zh") else len(body) <= 40
+    if short and _JUDGEMENT.search(body):
         return True
     if lang in ("ja", "zh"):
         # 「画面很美」 after 「获得了艾美奖」 or 「由诺兰执导」: a fact beside the verdict
@@ -502,12 +517,17 @@ def is_numbered_item(block: str) -> bool:
     return _NUMBERED_ITEM.match(block) is not None
 
 
-_WHAT_FOLLOWS = re.compile(
-    r"次の(?![^、。]{0,4}(?:年|月|週|日|回|朝|晩|夜|曜|休暇|季節|シーズン|セッション))"
-    r"|(?:以下|下記)の|如下|下列|(?:以下|下面)(?:几|这|各)"
-)
-"""「次の設定を使用します。」, 「会添加以下选项。」: what the list below holds; 「次の休暇年度」 is
-the next year."""
+_WHAT_FOLLOWS = {
+    "ja": re.compile(
+        r"(?:次|下記|(?<![\d０-９歳生円人])以下)の"
+        r"(?![^、。]{0,4}(?:年|月|週|日|回|朝|晩|夜|曜|休暇|季節|シーズン|セッション|駅|電車|便))"
+        r"[^。]*(?:ます|です|とおり|通り)[。：:]?$"
+    ),
+    "zh": re.compile(r"(?:如下|下列|(?:以下|下面)(?:几|这|各)?)(?!的)[^，。,]{0,8}[。：:]?$"),
+}
+"""「Syncは次の設定を使用します。」, 「插件会添加如下选项。」: a lead-in with no colon, which names
+what the list below holds and ends there; 「次の駅で乗り換えた。」 is the next station,
+「小学生以下の子ども」 an age, 「如下表所示，…」 a table."""
 
 
 def is_list_item(block: str) -> bool:
@@ -518,13 +538,15 @@ def is_list_item(block: str) -> bool:
 def introduces_what_follows(sentence: str, lang: str) -> bool:
     """Whether a Japanese or Chinese sentence right above a list introduces it: it names "the
     following" and ends with no colon, as these languages may write a lead-in."""
-    return lang in ("ja", "zh") and _WHAT_FOLLOWS.search(sentence) is not None
+    pattern = _WHAT_FOLLOWS.get(lang)
+    return pattern is not None and pattern.search(sentence) is not None
 
 
 _ENTRIES_IN_VIEW = 2
+_ENTRY_WORDS = 8
 
 
-def continues_a_lead_in(block: str, before: Sequence[str]) -> bool:
+def continues_a_lead_in(block: str, before: Sequence[str], lang: str) -> bool:
     """Whether a block is an item of a bulleted list that a lead-in opens ("The warranty does
     not cover:"): ``before`` holds the blocks above it, the nearest last. Such an item finishes
     the lead-in's sentence ("- Water damage to a sensor used with its cap closed") and says
@@ -534,10 +556,24 @@ def continues_a_lead_in(block: str, before: Sequence[str]) -> bool:
     for above in reversed(before):
         if _BULLET_ITEM.match(above) is None:
             return above.rstrip().endswith((":", "："))
-    # The list goes on above the window: its lead-in is out of sight, but items that are no
-    # sentences, one after another, are its entries.
-    return len(before) >= _ENTRIES_IN_VIEW and all(
-        above.rstrip()[-1:] not in _END for above in before
+    # The list goes on above the window: its lead-in is out of sight, but short entries with no
+    # verb, one after another, are its items. Japanese and Chinese items go without 。 even when
+    # they state something, so there a list says no more than that.
+    return (
+        lang not in ("ja", "zh")
+        and len(before) >= _ENTRIES_IN_VIEW
+        and all(_is_entry(_BULLET_ITEM.sub("", above, count=1), lang) for above in before)
+    )
+
+
+def _is_entry(item: str, lang: str) -> bool:
+    """A short item with no end mark and no verb the rules can see: "Ein Router mit WPA2"."""
+    text = item.rstrip()
+    return (
+        text[-1:] not in _END
+        and word_count(text) <= _ENTRY_WORDS
+        and not has_verb_marker(text, lang)
+        and not (lang == "en" and _ENGLISH_PAST.search(text))
     )
 
 

@@ -8,7 +8,7 @@ by. This model weighs what the sentence opens and ends with, its markers of aspe
 and person, and its numbers: a logistic regression fitted on the labelled tune vaults by
 ``benchmarks/fit_steps.py``. Its threshold is the lowest at which, fitted on all styles but one
 and tried on that one, it drops no more than a fixed share of the real claims; it is asked only
-about sentences the rules leave open.
+about sentences the rules leave open, and a habit (「毎朝」, 「每天」) is never a step to it.
 """
 
 from __future__ import annotations
@@ -134,6 +134,19 @@ def shipped_model() -> StepModel:
     return StepModel(json.loads(path.read_text("utf-8")))
 
 
+_HABIT = re.compile(
+    r"毎[朝晩日週月年夜回]|いつも|普段|[日週月年]に[^、。]{0,3}回|"
+    r"每[天日周月年晚早次]|经常|总是|通常|平时"
+)
+"""A habit states what is done, however it is phrased: 「寝る前に毎晩日記を書く。」,
+「每周五和团队一起复盘。」."""
+
+
 def is_likely_step(sentence: str, lang: str) -> bool:
-    """Whether the shipped model takes a sentence the rules left open for a step."""
-    return lang in LANGUAGES and shipped_model().is_step(sentence, lang)
+    """Whether the shipped model takes a sentence the rules left open, and no habit, for a
+    step."""
+    return (
+        lang in LANGUAGES
+        and _HABIT.search(sentence) is None
+        and shipped_model().is_step(sentence, lang)
+    )

@@ -513,7 +513,7 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
         return True
     if lang == "de" and (_ends_in_infinitive(sentence) or _german_stem_step(sentence)):
         return True
-    if lang == "nl" and _DUTCH_IMPERATIVE_THEN.search(sentence):
+    if lang == "nl" and _dutch_imperative_then(sentence):
         return True  # "Wil je slapen, boek daar dan geen kamer."
     if lang == "nl" and _then_clause(sentence, lang):
         return False  # "Staat je vraag er niet bij, dan reageert …": a condition
@@ -746,14 +746,36 @@ def _infinitive_is_subject(clause: str, lang: str) -> bool:
 
 
 _DUTCH_IMPERATIVE_THEN = re.compile(
-    r"^[^,]+, (?!(?:dan|en|maar|of|want|die|dat|wat|waar|als|zodat|meer|minder)\b)"
-    r"[^\W\d_]+(?<!er) (?!(?:ik|jij|je|hij|zij|ze|we|wij|jullie|u|het|er|men|de|een)\b)"
-    r"(?:[^\s,]+ ){0,3}?(?<!er )(?<!meer )(?<!minder )(?<!anders )dan\b",
+    r"^(?!(?:omdat|hoewel|toen|na|nadat|in|sinds|terwijl|doordat|voordat|zodat|ook)\b)[^,]+, "
+    r"(?!(?:dan|en|maar|of|want|die|dat|wat|waar|als|zodat)\b)(?P<verb>[a-zà-ÿ]+) "
+    r"(?P<between>(?:[^\s,]+ ){0,3}?)dan\b",
     re.I,
 )
-"""A condition, then what to do about it, "dan" after the verb and no subject before it (not
-the "dan" of "meer dan"): "Ben je ziek, meld dat dan …", "Komt E04 terug, neem dan contact met
-ons op". A subject after the verb states what follows ("…, blijven we dan thuis")."""
+
+_DUTCH_NOT_AFTER_THE_VERB = word_set(
+    """
+    ik jij je hij zij ze we wij jullie u het er men de een mijn onze ons elke ieder iedere
+    deze dit zijn haar hun jouw uw meer minder zoveel evenveel anders
+    """
+)
+"""What follows the verb of a statement before its "dan": a subject ("…, blijven we dan thuis",
+"…, piept elke sensor dan drie keer") or a comparison ("…, kwamen veel minder mensen dan
+verwacht")."""
+
+
+def _dutch_imperative_then(sentence: str) -> bool:
+    """A condition, then what to do about it, "dan" after the verb and no subject before it:
+    "Ben je ziek, meld dat dan …", "Komt E04 terug, neem dan contact met ons op". A name after
+    the verb is its subject ("…, was Lisa dan al vertrokken"), and a word in -er before "dan"
+    compares ("…, heeft Philips meer personeel dan ASML")."""
+    match = _DUTCH_IMPERATIVE_THEN.search(sentence)
+    if match is None or match.group("verb").endswith("er"):
+        return False
+    between = match.group("between").split()
+    return not any(
+        w.lower() in _DUTCH_NOT_AFTER_THE_VERB or w[:1].isupper() or w.lower().endswith("er")
+        for w in between
+    )
 
 
 def _then_clause(sentence: str, lang: str) -> bool:

@@ -460,6 +460,10 @@ def test_records_reading_lists_and_verdicts_give_no_claim(line: str) -> None:
         "Als het regent, blijven we dan thuis.",
         "Support kreeg 520 tickets binnen, veel meer dan de 300 die Tom had verwacht.",
         "Ik vond dat de vriendschap het hele boek droeg, meer nog dan de plot.",
+        "Omdat het regende, kwamen veel minder mensen dan verwacht.",
+        "In 2023, exporteerde Nederland meer bloemen dan Colombia.",
+        "Is de accu leeg, piept elke sensor dan drie keer.",
+        "Toen we aankwamen, was Lisa dan al vertrokken.",
     ],
 )
 def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: str) -> None:
@@ -482,10 +486,6 @@ def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: st
         "Drei Meetings vor dem Mittagessen sind einfach zu viel.",
         "Tres reuniones antes de comer son demasiadas.",
         "Drie vergaderingen voor de lunch is te veel.",
-        "It is the best episode of the series so far.",
-        "C'est le meilleur épisode de la série jusqu'ici.",
-        "Finora è il miglior episodio della serie.",
-        "这是这个系列到目前为止最好的一期。",
         "I would like to see newer figures.",
         "Ehrlich gesagt bezweifle ich, dass unser Stadtrat die Geduld dafür hätte.",
         "Sinceramente, dudo que nuestro ayuntamiento tuviera paciencia para algo así.",
@@ -493,8 +493,8 @@ def test_statements_near_the_new_step_and_record_rules_keep_their_claim(said: st
     ],
 )
 def test_judgements_give_no_claim(judged: str) -> None:
-    """Worth it, too much, the best so far, a doubt or a wish of the writer's: a judgement,
-    with nothing a reader could check."""
+    """Worth it, too much, a doubt or a wish of the writer's: a judgement, with nothing a
+    reader could check."""
     assert claims_of(judged) == []
 
 
@@ -505,10 +505,31 @@ def test_judgements_give_no_claim(judged: str) -> None:
         "The API returns 429 when a client sends too many.",
         "She ran the best time of the 2019 season so far.",
         "The bridge is too long for the 1890 cranes to lift in one piece.",
+        "Fixed a crash when the file name was too long.",
+        "The form rejects passwords that are too long.",
+        "We were charged too much.",
+        "Le magasin m'a rendu cinq euros de trop.",
+        "O primeiro voo atrasou, assim como os demais.",
+        "Het huis is nu het dubbele waard.",
+        "Laut Stiftung Warentest lohnt sich der Aufpreis nicht.",
+        "Bisher ist keine Bestellung eingegangen.",
+        "Thriller is the best-selling album ever.",
+        "Q3 was our best quarter so far.",
+        "毎朝、駅の前を通りすぎる。",
+        "会議が終わったのは三時すぎだ。",
     ],
 )
-def test_statements_with_a_number_beside_a_judgement_keep_their_claim(said: str) -> None:
+def test_statements_beside_a_judgement_keep_their_claim(said: str) -> None:
+    """A number, a limit, a price or a fact said with the words of a judgement."""
     assert claims_of(said) == [said]
+
+
+def test_a_wish_in_a_conversation_is_what_the_speaker_asked_for() -> None:
+    said = "Ana: I'd like to see the revised budget before Friday."
+    assert extract_claim_texts(said, conversation=True, lang="en") == [
+        "Ana would like to see the revised budget before Friday."
+    ]
+    assert extract_claim_texts(said, conversation=False, lang="en") == []
 
 
 def _claims_after(before: list[str], block: str) -> list[str]:

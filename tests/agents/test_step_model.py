@@ -60,6 +60,19 @@ def test_statements_the_rules_leave_open_stay_open(said: str, lang: str) -> None
     assert not_a_claim(said, lang) is None
 
 
+@pytest.mark.parametrize(
+    ("habit", "lang"),
+    [
+        ("毎年春に庭の草を刈る。", "ja"),
+        ("毎週金曜日にチームで振り返りを行う。", "ja"),
+        ("毎月の初めに家計簿をつける。", "ja"),
+        ("每周五和团队一起复盘上周的工单。", "zh"),
+    ],
+)
+def test_a_habit_is_never_a_step_to_the_model(habit: str, lang: str) -> None:
+    assert not_a_claim(habit, lang) is None
+
+
 def test_the_model_is_not_asked_about_other_languages() -> None:
     assert not_a_claim("Das Öl erhitzen und die Zwiebeln anbraten", "de", learned=False) == (
         not_a_claim("Das Öl erhitzen und die Zwiebeln anbraten", "de")
