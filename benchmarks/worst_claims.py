@@ -32,7 +32,9 @@ the language: the ``llm`` backend is slow). One table, a row per language and st
   >= 0.6 and is labelled no claim, or that are a fragment:
   less than half of a claim sentence, F1 under 0.6 (and 0.3 or more, unless 80% of the claim's
   tokens are in it). Other claims matching nothing (F1 under 0.3) are counted as unmatched, not as
-  no-claims; "no-claim kinds" counts the no-claims by their label's kind, fragments apart;
+  no-claims; "no-claim kinds" counts the no-claims by their label's kind, fragments apart, and
+  how many of the fragments the offline rules would take for a claim on their own (an atomic
+  claim split off a longer sentence, as a model makes them, rather than a broken piece);
 - recall: of the sentences labelled claim in the row's notes, the share some claim of the same
   note restates (F1 >= 0.6): what filtering out no-claims must not lose;
 - unexplained: weak claims whose justification does not open with their weakest score, as in
@@ -77,6 +79,7 @@ from claim_labels import (
     weakest,
 )
 
+from aclarai.agents.offline.extractor import sentence_to_claim
 from aclarai.parsers import (
     SCORE_NAMES,
     ParseError,
@@ -447,7 +450,10 @@ def _row(
     outcomes = [(c, m, verdict(m)) for c, m in judged]
     no_claims = [(c, m) for c, m, v in outcomes if v == "no-claim" and m is not None]
     fragments = [(c, m) for c, m, v in outcomes if v == "fragment" and m is not None]
-    kinds = Counter(m.label.kind for _, m in no_claims) + Counter(fragment=len(fragments))
+    whole = sum(_whole_sentence(c.text, lang) for c, _ in fragments)
+    kinds = Counter(m.label.kind for _, m in no_claims) + Counter(
+        {"fragment": len(fragments), "of them whole sentences": whole}
+    )
     unexplained = [c for c in weak if not explained(c.justification, c.scores())]
     hits = [
         found_claims(labels.get(note, ()), [c.text for c in claims if c.file == note], lang)
@@ -476,6 +482,12 @@ def _row(
         "fragments": [(c, _matched("a fragment of", m)) for c, m in fragments],
     }
     return row, examples
+
+
+def _whole_sentence(text: str, lang: str) -> bool:
+    """Whether a fragment is a sentence the offline rules would take for a claim on its own: an
+    atomic claim split off a longer sentence (as a model makes them), not a broken piece."""
+    return sentence_to_claim(text, None, lang) is not None
 
 
 def _matched(what: str, match: Match) -> str:
