@@ -162,8 +162,8 @@ class OfflineClaimExtractor(ClaimExtractor):
         claims: list[Claim] = []
         seen: set[str] = set()
         prose = prose_text(item.block.text, code_spans=True)
-        # The rules read neighbours only to tell the language of a short block and whether a
-        # list item goes on a lead-in above it.
+        # The rules read neighbours only to tell the language of a short block, whether a list
+        # item goes on a lead-in above it, and whether a block is the lead-in of a list below.
         lang = language_of(prose, [u.text for u in (*item.before, *item.after)])
         numbered = is_numbered_item(item.block.text)
         item_of = continues_a_lead_in(item.block.text, [u.text for u in item.before], lang)
