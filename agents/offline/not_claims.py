@@ -21,7 +21,9 @@ A label that opens a sentence ("Note: Sync keeps 12 months.", "Layout: The sideb
 content either: :func:`strip_label` takes it off, and the claim is what follows.
 
 A step is told by where its verb stands: :mod:`aclarai.agents.offline.steps` for the languages
-written with spaces, :mod:`aclarai.agents.offline.cjk_steps` for Japanese and Chinese.
+written with spaces, :mod:`aclarai.agents.offline.cjk_steps` for Japanese and Chinese, and the
+learned :mod:`aclarai.agents.offline.step_model` for the Japanese and Chinese sentences those
+rules leave open.
 """
 
 from __future__ import annotations
