@@ -521,15 +521,20 @@ def is_numbered_item(block: str) -> bool:
 
 _WHAT_FOLLOWS = {
     "ja": re.compile(
-        r"(?:次|下記|(?<![\d０-９歳生円人])以下)の"
+        r"(?:次|下記|(?<![\d０-９歳生円人])(?<![\d０-９] )以下)の"
         r"(?![^、。]{0,4}(?:年|月|週|日|回|朝|晩|夜|曜|休暇|季節|シーズン|セッション|駅|電車|便))"
-        r"[^。]*(?:ます|です|とおり|通り)[。：:]?$"
     ),
-    "zh": re.compile(r"(?:如下|下列|(?:以下|下面)(?:几|这|各)?)(?!的)[^，。,]{0,8}[。：:]?$"),
+    "zh": re.compile(
+        r"(?:如下|下列|(?<![\d０-９岁])(?<![\d０-９] )(?:以下|下面)(?:几|这|各)?)(?!的)"
+        r"[^，。,]{0,8}[。：:]?$"
+    ),
 }
 """「Syncは次の設定を使用します。」, 「插件会添加如下选项。」: a lead-in with no colon, which names
-what the list below holds and ends there; 「次の駅で乗り換えた。」 is the next station,
-「小学生以下の子ども」 an age, 「如下表所示，…」 a table."""
+what the list below holds; 「次の駅で乗り換えた。」 is the next station, 「小学生以下の子ども」 and
+「150 以下」 a bound, 「如下表所示，…」 a table."""
+
+_JAPANESE_LEAD_IN_END = re.compile(r"(?:ます|です|とおり|通り)[。：:]?$")
+"""A Japanese lead-in ends with its predicate: 「…次の設定を使用します。」."""
 
 
 def is_list_item(block: str) -> bool:
@@ -541,7 +546,9 @@ def introduces_what_follows(sentence: str, lang: str) -> bool:
     """Whether a Japanese or Chinese sentence right above a list introduces it: it names "the
     following" and ends with no colon, as these languages may write a lead-in."""
     pattern = _WHAT_FOLLOWS.get(lang)
-    return pattern is not None and pattern.search(sentence) is not None
+    if pattern is None or (lang == "ja" and _JAPANESE_LEAD_IN_END.search(sentence) is None):
+        return False
+    return pattern.search(sentence) is not None
 
 
 _ENTRIES_IN_VIEW = 2

@@ -614,6 +614,13 @@ def test_a_sentence_that_names_the_list_below_is_its_lead_in(lead_in: str) -> No
     assert _claims_before(lead_in, "その後、保管庫を開きます。") == [lead_in]
 
 
-def test_the_next_year_before_a_list_is_no_lead_in() -> None:
-    said = "追加日数は、入社記念日を迎えた次の休暇年度から適用されます。"
+@pytest.mark.parametrize(
+    "said",
+    [
+        "追加日数は、入社記念日を迎えた次の休暇年度から適用されます。",
+        "30 以下の方は無料です。",
+        "最后 3 km 心率一直保持在 150 以下。",
+    ],
+)
+def test_the_next_year_or_a_bound_before_a_list_is_no_lead_in(said: str) -> None:
     assert _claims_before(said, "- 5年目：1日") == [said]
