@@ -187,13 +187,7 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         if bare.startswith(_CHINESE_IMPERATIVES) or (i > 0 and _opens_with_ba(clause)):
             return True  # 「万一警报响了，把密码输入两次」: after an opening clause
         urged = i > 0 and clause.startswith(("就", "请"))
-        tagged = [(w, t) for w, t in tag_chinese(bare) if w.strip()]
-        while (
-            len(tagged) > 1
-            and (tagged[0][1] in _CHINESE_TIME_TAGS or tagged[0][1] in _CHINESE_AMOUNT_TAGS)
-            and not _directional(*tagged[0])
-        ):
-            tagged.pop(0)  # 「5 分钟内确认呼叫」, 「37 °C 孵育 5 分钟」: a time or an amount first
+        tagged = clause_opening(clause)
         if (
             tagged
             and (tagged[0][0] in _CHINESE_ACTION_VERBS or _reduplicated(*tagged[0]))
@@ -239,6 +233,20 @@ def is_chinese_step(sentence: str, *, numbered: bool) -> bool:
         if i + 1 >= len(clauses) or not _is_chinese_opener(clause):
             return False
     return False
+
+
+def clause_opening(clause: str) -> list[tuple[str, str]]:
+    """A Chinese clause's tagged words from the one that opens what it says: after an adverb of
+    order or manner (「先」, 「然后」), a time or an amount (「5 分钟内确认呼叫」, 「37 °C 孵育
+    5 分钟」)."""
+    tagged = [(w, t) for w, t in tag_chinese(_CHINESE_STEP_ADVERB.sub("", clause)) if w.strip()]
+    while (
+        len(tagged) > 1
+        and (tagged[0][1] in _CHINESE_TIME_TAGS or tagged[0][1] in _CHINESE_AMOUNT_TAGS)
+        and not _directional(*tagged[0])
+    ):
+        tagged.pop(0)
+    return tagged
 
 
 def tag_chinese(text: str) -> list[tuple[str, str]]:

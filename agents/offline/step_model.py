@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from aclarai.agents.offline.cjk_steps import tag_chinese
+from aclarai.agents.offline.cjk_steps import clause_opening, tag_chinese
 from aclarai.agents.offline.features import word_set
 
 STEP_PARAMS_RESOURCE = "step_params.json"
@@ -36,14 +36,6 @@ _CHINESE_MARKERS = word_set(
 _JAPANESE_MARKERS = word_set(
     "は が も を に で た ている ました です ます だ ない 私 僕 、 こと する しておく 前に までに"
 )
-
-_CHINESE_LEADING_TAGS = frozenset({"t", "tg", "m", "mq", "q", "f"})
-"""A time or an amount before the word that opens the clause: 「周五前复习」."""
-
-_CHINESE_LEADING_WORDS = word_set(
-    "请 先 再 然后 接着 最后 首先 立即 立刻 马上 只 就 务必 一定 逐个 逐一 慢慢 轻轻 仔细 小心"
-)
-"""Adverbs of a step's order or manner before its verb: 「先轻松慢跑」."""
 
 _CHINESE_NAMES = frozenset({"nr", "nrt", "ns", "nt", "nz", "eng"})
 
@@ -74,11 +66,7 @@ def _chinese_features(sentence: str) -> dict[str, float]:
     clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
     features["clauses"] = min(len(clauses), 4) / 4
     for i, clause in enumerate(clauses[:2]):
-        opening = [(w, t) for w, t in tag_chinese(clause) if w.strip()]
-        while len(opening) > 1 and (
-            opening[0][1] in _CHINESE_LEADING_TAGS or opening[0][0] in _CHINESE_LEADING_WORDS
-        ):
-            opening.pop(0)
+        opening = clause_opening(clause)
         if opening:
             word, tag = opening[0]
             features[f"clause {i} opens with {word}"] = 1.0
@@ -103,14 +91,15 @@ class StepModel:
     """Per language: sparse weights, an intercept and the threshold of a step."""
 
     def __init__(self, params: dict[str, Any]):
-        self.models = {
-            lang: (
-                {name: float(w) for name, w in model["weights"].items()},
-                float(model["intercept"]),
-                float(model["threshold"]),
-            )
-            for lang, model in params.get("languages", {}).items()
-        }
+        self.models: dict[str, tuple[dict[str, float], float, float]] = {}
+        for lang, model in params.get("languages", {}).items():
+            try:
+                weights = {name: float(w) for name, w in model["weights"].items()}
+                self.models[lang] = (weights, float(model["intercept"]), float(model["threshold"]))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ValueError(
+                    f"step model parameters for {lang!r} are malformed: {exc!r}"
+                ) from exc
 
     def probability(self, sentence: str, lang: str) -> float | None:
         """P(step), or ``None`` for a language the model was not fitted for."""

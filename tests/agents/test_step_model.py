@@ -11,6 +11,7 @@ from aclarai.agents.offline.not_claims import INSTRUCTION, not_a_claim
 from aclarai.agents.offline.step_model import (
     LANGUAGES,
     StepModel,
+    is_likely_step,
     shipped_model,
     step_features,
 )
@@ -74,6 +75,19 @@ def test_a_habit_is_never_a_step_to_the_model(habit: str, lang: str) -> None:
 
 
 def test_the_model_is_not_asked_about_other_languages() -> None:
-    assert not_a_claim("Das Öl erhitzen und die Zwiebeln anbraten", "de", learned=False) == (
-        not_a_claim("Das Öl erhitzen und die Zwiebeln anbraten", "de")
-    )
+    assert shipped_model().probability("Die Bahn fährt um acht.", "de") is None
+    assert not is_likely_step("Die Bahn fährt um acht.", "de")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"intercept": 0.0, "threshold": 0.7},
+        {"weights": {"length": "heavy"}, "intercept": 0.0, "threshold": 0.7},
+        {"weights": {}, "intercept": 0.0},
+        {"weights": [], "intercept": 0.0, "threshold": 0.7},
+    ],
+)
+def test_malformed_parameters_are_one_clear_error(model: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="step model parameters for 'ja' are malformed"):
+        StepModel({"languages": {"ja": model}})
