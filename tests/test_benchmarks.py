@@ -191,6 +191,11 @@ TINY: dict[str, Tiny] = {
             r"^wrote .*params\.json$",
         ),
     ),
+    "build_verb_forms": Tiny(
+        "--langs it --out {tmp}/imperatives.json.gz",
+        r"it: \d+ forms",
+        (r"^it: \d+ forms$",),
+    ),
     "fit_steps": Tiny(
         "--out {tmp}/step_params.json",
         r"zh: \d+ sentences the rules leave open, \d+ of them steps",

@@ -203,6 +203,17 @@ _NAVIGATION_OPENING = re.compile(
 )
 """Where a line that points to other notes opens: "See also …", "Weiter: …", "Terug naar …"."""
 _NAV_WORDS = 12
+_SEE = re.compile(
+    r"(?:See|Siehe|Véase|Consulta|Consulte|Vedi|Veja|Zie)\s+\S"
+    r"|(?:Ver|Voir)\s+(?:también|também|aussi|em\s|[A-Z])"
+)
+"""A sentence that opens by sending the reader elsewhere, however long: "See NAS backups for how
+all of this is backed up", "Vedi Debrief Priya Nair per un esempio" (written with its capital:
+"ver" inside a sentence is a verb like any other, and so is the infinitive that opens "Ver el
+eclipse costó 20 euros")."""
+_SEE_UNSPACED = re.compile(r"[をも]参照(?:してください)?。?$")
+"""A Japanese sentence that ends by sending the reader elsewhere: 「… は NAS backups も参照。」 (not
+one that does in brackets: 「…（筋トレメニューを参照）。」)."""
 
 _LABEL_WORDS = 6
 
@@ -289,6 +300,8 @@ def not_a_claim(
         _NAVIGATION_OPENING.match(body) and word_count(body) <= _NAV_WORDS
     ):
         return NAVIGATION
+    if _SEE.match(body) or (lang == "ja" and _SEE_UNSPACED.search(body)):
+        return NAVIGATION
     if _URL.search(body) and word_count(strip_label(_URL.sub(" ", body))) < 3:
         return LINK
     if _REFERENCE.match(body) or _is_list(body) or _is_citation(body, lang):
@@ -305,9 +318,11 @@ def not_a_claim(
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
     ):
         return EXCLAMATION
+    if _THANKS_OR_PRAISE.match(body) and not any(c.isdigit() for c in body):
+        return EXCLAMATION
     if _verbless_exclamation(body, lang):
         return EXCLAMATION
-    if _is_verdict(body, lang):
+    if _is_verdict(body, lang) or is_a_feeling(body):
         return OPINION
     if lang in ("ja", "zh"):
         kind = _unspaced_kind(body, lang, numbered=numbered)
@@ -429,6 +444,35 @@ _UNSPACED_DELIGHT = re.compile(
 )
 _UNSPACED_VERDICT_CHARS = 30
 """The same for Japanese and Chinese, in characters."""
+
+
+_EAGERNESS = re.compile(
+    r"\b(?:can'?t wait|cannot wait|looking forward to|kaum erwarten|h[âa]te d|no veo la hora|"
+    r"estoy deseando|non vedo l'ora|mal posso esperar|kan niet wachten)\b"
+    r"|等不及|迫不及待|待ちきれない|待ち遠しい",
+    re.IGNORECASE,
+)
+"""A sentence that looks forward to something: "I can't wait for the first look."."""
+_THANKS_OR_PRAISE = re.compile(
+    r"(?:thank you|thanks(?! to)|(?:great|good) (?:work|job)|well done|congratulations|kudos|"
+    r"danke|vielen dank|(?:tolle|gute) arbeit|glückwunsch|merci|bravo|beau travail|"
+    r"félicitations|gracias(?! a )|buen trabajo|enhorabuena|felicidades|grazie(?! a)|"
+    r"ottimo lavoro|complimenti|obrigad[oa]|(?:excelente|bom) trabalho|parabéns|bedankt|"
+    r"goed werk|gefeliciteerd)\b|谢谢|辛苦了|干得好|ありがとう|お疲れさま|おめでとう",
+    re.IGNORECASE,
+)
+"""A sentence that opens by thanking or praising people: "Great work from everyone on this
+loop.", "Bravo à tous pour ce processus." ("Thanks to the new cache, …" says why)."""
+
+
+def is_a_feeling(body: str) -> bool:
+    """Whether a sentence with no number only tells how much the writer looks forward to
+    something ("Non vedo l'ora …", 「待ちきれない！」). With a number it tells something too:
+    "J'y ai mangé une fois, en mai 2023, donc j'avais hâte …". An "honestly" alone makes no
+    opinion: "Sinceramente, la ruta dura cuatro horas." states how long."""
+    if any(c.isdigit() for c in body):
+        return False
+    return _EAGERNESS.search(body.replace("’", "'")) is not None
 
 
 def _is_verdict(body: str, lang: str) -> bool:

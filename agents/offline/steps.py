@@ -17,11 +17,13 @@ before a name ("Click Settings").
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import stopwordsiso
 
 from aclarai.agents.offline.features import word_set
 from aclarai.agents.offline.language import function_words
+from aclarai.agents.offline.verb_forms import is_imperative, is_only_a_verb
 from aclarai.agents.offline.words import WORD_PATTERN, word_count
 
 _CLAUSE = re.compile(r"(?:^|[,;，、；]\s*)")
@@ -334,6 +336,9 @@ relative clause."""
 _GERMANIC_INFINITIVE = re.compile(r"[a-zäöüß]{2,}(?:en|ern|eln)$")
 
 _GERMANIC_SUBJECTS = word_set("ich du er sie es wir ihr man")
+_SUBJECTS_AFTER_THE_VERB = word_set("ich er wir ihr man")
+"""A subject after an opening verb makes a statement ("Lockere Läufe laufe ich …"); "sie" and
+"es" after an imperative are its object ("Lösch sie …", "Versuch es …")."""
 
 _DUTCH_SUBJECTS = word_set("ik jij hij zij ze we wij jullie men")
 """("je" is "your" as well: "Rol je kleding op".)"""
@@ -359,6 +364,9 @@ _NUMBER = re.compile(r"^\d[\d.,⁰-⁹]*$")
 _SMALL_NUMBER = re.compile(r"^\d{1,3}(?:[.,]\d+)?$|^\d+[⁰-⁹]+$")
 """An amount, not a year: "3 minuten", "10⁶ cellen"; after "2020" a verb may come first."""
 
+_ITALIAN_YOU_DO = word_set("sai hai puoi devi vuoi sei")
+_DUTCH_PAST = re.compile(r"^\w{2,}(?:de|te|den|ten)$")
+"""A Dutch verb in the past: "Jonas vulde …", "Baker legde …"."""
 _DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
 """A conjugated Dutch verb: the present in -t ("bekijkt"), the past in -de, -te, -den or -ten
 ("volgde", "kostte", "voegden"); nouns that end so ("minuten") make the rule pass by."""
@@ -383,12 +391,18 @@ _DUTCH_STRONG_PAST = word_set(
 
 _GERMAN_AFTER_STEM = word_set(
     """
-    in im am an auf aus bei mit nach vor zu zum zur über unter durch für gegen ohne um danach
-    dann zuerst vorher früh spät immer nie nicht
+    in im am an auf aus bei beim mit nach vor vom zu zum zur über unter durch für gegen ohne um
+    danach dann zuerst vorher früh spät immer nie nicht
     """
 )
 """What follows a German imperative of the familiar form when no object does: "Kontrollier
 danach das Manometer", "Leere nach jeder Ladung …", "Geh in dem Fall …"."""
+
+_ARTICLES_DE = word_set(
+    "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem "
+    "zum zur vom im am ins beim mein meine meinen dein deine deinen sein seine seinen ihr ihre "
+    "ihren unser unsere unseren jede jeden jedem jeder dieser diese diesen diesem"
+)
 
 _GERMAN_STRONG_PAST = word_set(
     """
@@ -511,6 +525,8 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
     polite = _POLITE.get(lang)
     if polite is not None and polite.search(sentence):
         return True
+    if _opens_with_imperative(sentence, lang):
+        return True  # "Prüf, ob …", "Volg vanaf de parkeerplaats …", "Desça pelo ombro …"
     if lang == "de" and (_ends_in_infinitive(sentence) or _german_stem_step(sentence)):
         return True
     if lang == "nl" and _dutch_imperative_then(sentence):
@@ -525,6 +541,44 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
         _clause_is_step(clause, sentence, lang, numbered=numbered, after_opening=n > 0)
         for n, clause in enumerate(_clauses(sentence, lang))
     )
+
+
+def _opens_with_imperative(sentence: str, lang: str) -> bool:
+    """Whether the sentence opens with what the lexicon knows only as an imperative
+    (:func:`~aclarai.agents.offline.verb_forms.is_imperative`), in a statement's place: not
+    asking ("Heb je …?"), not before its subject ("Wil je …, dan"), not a name before its
+    verb ("Jonas vulde …") or an adjective before its noun ("Lockere Läufe …")."""
+    text = sentence.strip()
+    words = WORD_PATTERN.findall(text)
+    if len(words) < 2 or text.endswith("?") or text.startswith("¿"):
+        return False
+    first, second = words[0], words[1]
+    if not (first[0].isupper() and first.isalpha() and is_imperative(first.lower(), lang)):
+        return False
+    if lang == "de":
+        head = WORD_PATTERN.findall(_COMMA.split(text)[0])
+        return not (
+            (first.endswith("e") and second[0].isupper())
+            or second.lower() in _GERMANIC_COORDINATORS
+            or any(w.lower() in _SUBJECTS_AFTER_THE_VERB for w in head[1:])
+        )
+    if lang == "nl":
+        lower = [w.lower() for w in words]
+        return not (
+            lower[1] in _DUTCH_SUBJECTS
+            or lower[1] in ("je", "u", "en", "of")
+            or _DUTCH_PAST.match(lower[1]) is not None
+            or any(_DUTCH_PARTICIPLE.match(w) for w in lower[1:])
+            # "Praat langzaam en verheft nooit haar stem": its verbs agree with a subject
+            or any(
+                w == "en" and nxt.endswith("t") and is_imperative(nxt[:-1], lang)
+                for w, nxt in pairwise(lower)
+            )
+        )
+    if lang == "it":
+        # "Scrivi SQL solido e sai leggere …" (a job's ad): its verbs say what the reader does
+        return not any(w == "e" and nxt.lower() in _ITALIAN_YOU_DO for w, nxt in pairwise(words))
+    return True
 
 
 def _steps_in_a_row(sentence: str, lang: str) -> bool:
@@ -562,6 +616,8 @@ def _clause_is_step(
     if not words or words[0] in _NOT_STEP_VERBS:
         return False
     first, second = words[0], (words[1] if len(words) > 1 else "")
+    if lang == "en" and is_only_a_verb(first):
+        return True  # "Validate paper tickets …", "Escalate to the secondary …"
     bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
     if first in _IMPERATIVES.get(lang, ()) or bare in _IMPERATIVES.get(lang, ()):
         return True
@@ -950,10 +1006,22 @@ def _german_stem_step(sentence: str) -> bool:
             and len(w) > 3
             and (w.endswith(("en", "te")) or w in _GERMAN_STRONG_PAST)
             and w not in function_words("de")
-            for w in words[1:]
+            and not _declined(words, i)
+            for i, w in enumerate(words[1:], start=1)
         )
         and not (len(words) > 2 and words[2][:1].isdigit())  # "Abflug um 7:40 Uhr"
     )
+
+
+def _declined(words: list[str], i: int) -> bool:
+    """Whether the German word at ``i`` is an adjective declined after its article, not a verb:
+    "auf der anderen Seite", "den gelben Markierungen", "einen kurzen Eintrag"."""
+    j = i - 1
+    while j > 0 and words[j].islower() and words[j].endswith(("en", "em", "er", "es", "e")):
+        if words[j].lower() in _ARTICLES_DE:
+            return True
+        j -= 1  # "den diensthabenden Tourenleiter", "die gelben, roten Punkte"
+    return words[j].lower() in _ARTICLES_DE
 
 
 def _verb_second(clause: str) -> bool:
@@ -1011,4 +1079,8 @@ def has_verb_marker(sentence: str, lang: str) -> bool:
     markers = _VERB_MARKERS.get(lang)
     if markers is None:
         return True  # no table: a short line gets the benefit of the doubt
-    return any(w.lower() in markers for w in WORD_PATTERN.findall(sentence))
+    words = WORD_PATTERN.findall(sentence)
+    if lang == "de":
+        # German writes its nouns with a capital: "Stand", "Lag" inside a sentence name things
+        return any(w.lower() in markers and (i == 0 or w.islower()) for i, w in enumerate(words))
+    return any(w.lower() in markers for w in words)

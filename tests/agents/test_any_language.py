@@ -624,3 +624,113 @@ def test_a_sentence_that_names_the_list_below_is_its_lead_in(lead_in: str) -> No
 )
 def test_the_next_year_or_a_bound_before_a_list_is_no_lead_in(said: str) -> None:
     assert _claims_before(said, "- 5年目：1日") == [said]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "Validate paper tickets in the red or orange punching machines before you board.",
+        "Escalate to the secondary if you have made no progress after 30 minutes.",
+        "Never restore over the primary.",
+        "Prüf, ob die Auswertung im Ordner des Kandidaten abgelegt ist.",
+        "Kehr um, wenn die Gruppe den Col bis 13:00 Uhr nicht erreicht hat.",
+        "Folge vom Parkplatz aus den gelben Markierungen über den Forstweg hinauf.",
+        "Den Stand des Stromzählers mit der Rechnung abgleichen.",
+        "Volg vanaf de parkeerplaats de gele markering over de bosweg omhoog.",
+        "Stuur geen motivatiebrief van meer dan één pagina.",
+        "Desça pelo ombro relvado do outro lado até ao refúgio.",
+        "Volte para trás se o grupo não tiver chegado ao colo até às 13:00.",
+        "Vuelva a enchufar la lámpara y enciéndala.",
+        "Scendi lungo la spalla erbosa sul versante opposto.",
+        "Esegui pytest -q dalla radice del repository.",
+    ],
+)
+def test_a_step_that_opens_with_what_the_lexicon_knows_as_a_verb_gives_no_claim(
+    step: str,
+) -> None:
+    """A word that is only a verb (English) or an imperative (the shipped table) opens a step
+    where a statement would have its subject."""
+    assert claims_of(step) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Jonas vulde onze flessen bij de bron van Clot.",
+        "Praat langzaam en verheft nooit haar stem.",
+        "Woon je in Portugal, dan zijn de nationale musea op zondag gratis.",
+        "Lockere Läufe laufe ich in Zone 2.",
+        "Bach in Leipzig komponierte die Matthäus-Passion.",
+        "Scrivi SQL solido e sai leggere i piani di esecuzione.",
+        "Fazia 3 °C na largada.",
+        "Iba hasta los topes, y el trayecto duró casi 40 minutos.",
+        "Book club meets on the first Tuesday of each month.",
+    ],
+)
+def test_a_statement_that_opens_with_a_verb_or_a_name_keeps_its_claim(said: str) -> None:
+    """A name or a noun before its verb, a condition, a subject after the verb, verbs that
+    agree with a subject, the imperfect: statements."""
+    assert claims_of(said) == [said]
+
+
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        "See NAS backups for how all of this is backed up.",
+        "Siehe Debrief Priya Nair als Beispiel für eine schriftliche Nachbesprechung.",
+        "Voir Vendors and deposits pour les conditions des contrats et le plan de table.",
+        "Consulta Debrief Priya Nair para ver un ejemplo de evaluación por escrito.",
+        "Vedi anche NAS backups per come viene fatto il backup di tutto questo.",
+        "Veja Debrief Priya Nair para um exemplo de debrief escrito.",
+        "Zie Debrief Priya Nair voor een voorbeeld van een uitgeschreven debrief.",
+        "これら全体のバックアップ方法は NAS backups も参照。",
+    ],
+)
+def test_a_sentence_that_sends_the_reader_elsewhere_gives_no_claim(pointer: str) -> None:
+    assert claims_of(pointer) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "プランは12週間で、週4回のランと短めの筋トレ2回で構成している（筋トレメニューを参照）。",
+        "Quisimos ver el eclipse desde la playa de Zarautz en 2026.",
+    ],
+)
+def test_a_pointer_in_brackets_or_a_verb_inside_a_statement_keeps_its_claim(said: str) -> None:
+    assert claims_of(said) != []
+
+
+@pytest.mark.parametrize(
+    "felt",
+    [
+        "I can't wait for the first look.",
+        "Ich kann den First Look kaum erwarten.",
+        "J'ai tellement hâte d'être au first look.",
+        "Non vedo l'ora del first look.",
+        "Mal posso esperar pelo first look.",
+        "Ik kan niet wachten op de first look.",
+        "ファーストミートが待ちきれない！",
+        "Great work from everyone on this loop.",
+        "Bravo à tous pour ce processus.",
+        "Goed werk van iedereen in deze procedure.",
+    ],
+)
+def test_looking_forward_or_a_thank_you_gives_no_claim(
+    felt: str,
+) -> None:
+    assert claims_of(felt) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Honestly, the bridge is 2 km long.",
+        "J'y ai mangé une fois, en mai 2023, donc j'avais hâte d'entendre sa cuisine.",
+        "Thanks to the new cache, pages load in half the time.",
+        "Gracias a la nueva caché, las páginas cargan el doble de rápido.",
+        "Grazie alla nuova cache, le pagine si caricano il doppio più veloci.",
+    ],
+)
+def test_a_number_or_a_cause_beside_the_words_of_a_feeling_keeps_its_claim(said: str) -> None:
+    assert claims_of(said) != []

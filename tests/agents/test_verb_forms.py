@@ -1,0 +1,64 @@
+"""The lexicons behind a step that opens with its verb: lemminflect's for English, and the
+imperatives ``benchmarks/build_verb_forms.py`` keeps from simplemma's for five languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from aclarai.agents.offline.verb_forms import is_imperative, is_only_a_verb
+from benchmarks.build_verb_forms import dutch_stems, imperative_forms
+
+
+@pytest.mark.parametrize("word", ["validate", "decide", "escalate", "put", "incubate"])
+def test_an_english_word_that_is_only_a_verb(word: str) -> None:
+    assert is_only_a_verb(word)
+
+
+@pytest.mark.parametrize("word", ["book", "plant", "watch", "validated", "deciding", "sync"])
+def test_an_english_word_that_may_be_a_noun_or_is_inflected_is_not_only_a_verb(word: str) -> None:
+    assert not is_only_a_verb(word)
+
+
+@pytest.mark.parametrize(
+    ("word", "lang"),
+    [("prüf", "de"), ("geh", "de"), ("volg", "nl"), ("stuur", "nl"), ("siga", "pt"),
+     ("desça", "pt"), ("deje", "es"), ("scendi", "it"), ("esegui", "it")],
+)  # fmt: skip
+def test_the_shipped_table_knows_the_imperatives(word: str, lang: str) -> None:
+    assert is_imperative(word, lang)
+
+
+@pytest.mark.parametrize(
+    ("word", "lang"),
+    [("folge", "de"), ("stand", "de"), ("hab", "de"), ("wil", "nl"), ("deja", "es"),
+     ("fazia", "pt"), ("era", "it"), ("ouvre", "fr"), ("open", "en")],
+)  # fmt: skip
+def test_a_noun_an_auxiliary_or_a_statement_form_is_no_imperative(word: str, lang: str) -> None:
+    """ "Folge" is a noun too, "hab" and "wil" open questions and conditions, "deja" is also
+    "she leaves", "fazia" is the imperfect; French and English are not in the table."""
+    assert not is_imperative(word, lang)
+
+
+def test_dutch_stems_follow_the_spelling_rules() -> None:
+    assert dutch_stems("volgen") == {"volg"}
+    assert "zet" in dutch_stems("zetten")
+    assert "stuur" in dutch_stems("sturen")
+    assert "schrijf" in dutch_stems("schrijven")
+    assert "lees" in dutch_stems("lezen")
+
+
+def test_imperative_forms_keep_only_what_a_step_opens_with() -> None:
+    german = {
+        "prüf": "prüfen",
+        "prüfe": "prüfen",
+        "prüft": "prüfen",  # the statement's form
+        "folge": "folgen",
+        "Folge": "Folge",  # a noun with a capital: ambiguous, left out
+        "hab": "haben",  # never a step
+        "prüfen": "prüfen",
+    }
+    assert imperative_forms("de", german) == {"prüf", "prüfe"}
+    spanish = {"deje": "dejar", "deja": "dejar", "siga": "seguir", "iba": "ir", "añadida": "añadir"}
+    assert imperative_forms("es", spanish) == {"deje", "siga"}
+    italian = {"cerchi": "cercare", "scendi": "scendere", "era": "essere", "passi": "passo"}
+    assert imperative_forms("it", italian) == {"cerchi", "scendi"}
