@@ -10,9 +10,9 @@ keeps only the forms a step opens with, and the package ships that list:
 - German: the familiar imperative, the bare stem or the stem in -e ("prüf", "geh", "leere"),
   unless the same word with a capital is a noun ("Folge", "Steig");
 - Dutch: the stem ("volg", "stuur", "zet", "schrijf");
-- Spanish and Portuguese: the polite imperative, which takes the subjunctive's vowel ("deje",
-  "siga", "desça", "volte"); the familiar one is the statement's own form ("deja" is also
-  "she leaves") and is left to where it stands;
+- Spanish and Portuguese: the polite imperative, the subjunctive's form no longer than the
+  verb ("deje", "siga", "desça", "volte", "tenga"); the familiar one is the statement's own
+  form ("deja" is also "she leaves") and is left to where it stands;
 - Italian: the form in -i ("scendi", "esegui", "controlli"), the familiar imperative of most
   verbs and the polite one of the rest; with no subject before it, it speaks to the reader.
 
@@ -37,12 +37,23 @@ OUT = ROOT / "agents" / "offline" / "imperatives.json.gz"
 LANGUAGES = ("de", "nl", "es", "pt", "it")
 
 _NEVER_STEPS = {
-    "de": {"sein", "haben", "werden", "können", "müssen", "sollen", "dürfen", "wollen", "mögen"},
-    "nl": {"zijn", "hebben", "worden", "kunnen", "moeten", "zullen", "mogen", "willen", "blijven"},
-    "es": {"ser", "estar", "haber", "tener", "ir", "poder", "deber"},
-    "pt": {"ser", "estar", "haver", "ter", "ir", "poder", "dever"},
+    "de": {
+        "sein", "haben", "werden", "können", "müssen", "sollen", "dürfen", "wollen", "mögen",
+        "kosten", "dauern", "heißen", "scheinen", "wohnen", "hoffen", "glauben", "denken",
+        "finden", "meinen", "wissen", "fühlen",
+    },
+    "nl": {
+        "zijn", "hebben", "worden", "kunnen", "moeten", "zullen", "mogen", "willen", "blijven",
+        "kosten", "duren", "heten", "lijken", "schijnen", "wonen", "hopen", "geloven", "denken",
+        "vinden", "menen", "weten", "voelen",
+    },
+    "es": {"ser", "haber", "ir", "poder", "deber", "pesar"},
+    "pt": {"ser", "haver", "ir", "poder", "dever"},
     "it": {"essere", "avere", "potere", "dovere", "volere", "stare", "sapere"},
-}
+}  # fmt: skip
+"""Verbs that never open a step: being, having and the modals ("Hab ich …" asks, "Wil je …,
+dan" sets a condition), and the verbs of costing, lasting, living and thinking, whose first
+person opens a diary's line ("Wohne seit März …", "Hoffe, dass …"). "Pese a …" is "despite"."""
 _NOT_IMPERATIVE_ENDINGS = ("ia", "ía", "ba", "ida", "ada", "ido", "ado")
 """The imperfect ("fazia", "iba") and the participle ("añadida") end in the same vowels."""
 
@@ -72,14 +83,17 @@ def imperative_forms(lang: str, lemmas: Mapping[str, str]) -> set[str]:
             continue
         if lang == "de" and lemma.endswith(("en", "ern", "eln")) and not form.endswith("t"):
             stem = lemma[:-2] if lemma.endswith("en") else lemma[:-1]
+            shapes = {stem, stem + "e", lemma[:-3] + "le" if lemma.endswith("eln") else stem}
             noun = lemmas.get(form.capitalize())
-            if form in (stem, stem + "e") and (noun is None or noun.islower()):
+            if form in shapes and (noun is None or noun.islower()):  # "sammle"; not "Folge"
                 forms.add(form)
         elif lang == "nl" and lemma.endswith("en") and form in dutch_stems(lemma):
             forms.add(form)
         elif lang in ("es", "pt") and not form.endswith(_NOT_IMPERATIVE_ENDINGS):
-            if (lemma.endswith("ar") and form.endswith("e")) or (
-                lemma.endswith(("er", "ir")) and form.endswith("a")
+            # No longer than the verb: "deje", "siga", "ponga", "desça", not the past
+            # "dejaste", "dejase", "hiciera" that end in the same vowel
+            if (lemma.endswith("ar") and form.endswith("e") and len(form) <= len(lemma)) or (
+                lemma.endswith(("er", "ir")) and form.endswith("a") and len(form) <= len(lemma) + 1
             ):
                 forms.add(form)
         elif (
@@ -107,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = build(args.langs.split(","))
     text = json.dumps(table, ensure_ascii=False, separators=(",", ":")) + "\n"
-    with gzip.GzipFile(args.out, "wb", mtime=0) as out:  # the same bytes from the same lexicon
-        out.write(text.encode())
+    # No time and no file name in the header: the same lexicon gives the same bytes
+    args.out.write_bytes(gzip.compress(text.encode(), mtime=0))
     for lang, forms in table.items():
         print(f"{lang}: {len(forms)} forms")
     return 0

@@ -204,16 +204,19 @@ _NAVIGATION_OPENING = re.compile(
 """Where a line that points to other notes opens: "See also …", "Weiter: …", "Terug naar …"."""
 _NAV_WORDS = 12
 _SEE = re.compile(
-    r"(?:See|Siehe|Véase|Consulta|Consulte|Vedi|Veja|Zie)\s+\S"
-    r"|(?:Ver|Voir)\s+(?:también|também|aussi|em\s|[A-Z])"
+    r"(?:See|Siehe|Véase|Vedi|Veja|Zie)\s+(?!da\b|caso\b|só\b|hier\b)\S"
+    r"|(?:Ver|Voir)\s+(?:también|também|aussi|em\s|[A-Z]\S*\s+(?:\S+\s+){0,4}(?:para|pour)\s)"
 )
-"""A sentence that opens by sending the reader elsewhere, however long: "See NAS backups for how
-all of this is backed up", "Vedi Debrief Priya Nair per un esempio" (written with its capital:
-"ver" inside a sentence is a verb like any other, and so is the infinitive that opens "Ver el
-eclipse costó 20 euros")."""
-_SEE_UNSPACED = re.compile(r"[をも]参照(?:してください)?。?$")
-"""A Japanese sentence that ends by sending the reader elsewhere: 「… は NAS backups も参照。」 (not
-one that does in brackets: 「…（筋トレメニューを参照）。」)."""
+"""A sentence that opens by sending the reader elsewhere: "See NAS backups for how all of this
+is backed up", "Vedi Debrief Priya Nair per un esempio", "Ver Vendors and deposits para …"
+(written with its capital: "ver" inside a sentence is a verb like any other). "Siehe da, …",
+"Vedi caso …" and "Zie hier …" are idioms, and "Ver Lisboa do miradouro …", an infinitive
+before a place, is the subject of a statement."""
+_SEE_WORDS = 25
+_SEE_UNSPACED = re.compile(r"(?:も参照|を(?:ご)?参照(?:して)?ください)。?$")
+"""A Japanese sentence that ends by sending the reader elsewhere: 「… は NAS backups も参照。」,
+「詳しくは FAQ をご参照ください。」; a bare 「…を参照。」 may say what a program reads (「起動時に
+環境変数HOMEを参照。」)."""
 
 _LABEL_WORDS = 6
 
@@ -300,7 +303,9 @@ def not_a_claim(
         _NAVIGATION_OPENING.match(body) and word_count(body) <= _NAV_WORDS
     ):
         return NAVIGATION
-    if _SEE.match(body) or (lang == "ja" and _SEE_UNSPACED.search(body)):
+    if (_SEE.match(body) and ":" not in body and word_count(body) <= _SEE_WORDS) or (
+        lang == "ja" and _SEE_UNSPACED.search(body)
+    ):
         return NAVIGATION
     if _URL.search(body) and word_count(strip_label(_URL.sub(" ", body))) < 3:
         return LINK
@@ -318,7 +323,9 @@ def not_a_claim(
         _EXCLAMATION.match(body) or (len(body) <= 16 and _UNSPACED_GREETING.search(body))
     ):
         return EXCLAMATION
-    if _THANKS_OR_PRAISE.match(body) and not any(c.isdigit() for c in body):
+    if (_THANKS_OR_PRAISE.match(body) or _UNSPACED_THANKS.search(body)) and not any(
+        c.isdigit() for c in body
+    ):
         return EXCLAMATION
     if _verbless_exclamation(body, lang):
         return EXCLAMATION
@@ -447,30 +454,41 @@ _UNSPACED_VERDICT_CHARS = 30
 
 
 _EAGERNESS = re.compile(
-    r"\b(?:can'?t wait|cannot wait|looking forward to|kaum erwarten|h[âa]te d|no veo la hora|"
-    r"estoy deseando|non vedo l'ora|mal posso esperar|kan niet wachten)\b"
+    r"^(?:(?:i|we)\s+(?:really\s+|just\s+)?(?:can'?t|cannot)\s+wait|can'?t\s+wait|"
+    r"(?:i'?m|we'?re|i am|we are)\s+(?:really\s+|so\s+)?looking forward to|"
+    r"(?:ich|wir)\s+(?:kann|können)\s.*\bkaum erwarten|"
+    r"(?:j'ai|nous avons)\s+(?:tellement\s+|vraiment\s+|trop\s+)?h[âa]te\s+d(?:e\b|')|"
+    r"(?:no veo la hora|estoy deseando|non vedo l'ora|mal posso esperar)\b|"
+    r"(?:ik|we|wij)\s+(?:kan|kunnen)\s+(?:echt\s+)?niet\s+wachten)"
     r"|等不及|迫不及待|待ちきれない|待ち遠しい",
     re.IGNORECASE,
 )
-"""A sentence that looks forward to something: "I can't wait for the first look."."""
+"""The writer looking forward to something: "I can't wait for the first look.", "Non vedo
+l'ora del first look." ("Checkout can't wait for the webhook" says what it cannot do, and
+"Maya can't wait to start at Google" tells of Maya)."""
 _THANKS_OR_PRAISE = re.compile(
-    r"(?:thank you|thanks(?! to)|(?:great|good) (?:work|job)|well done|congratulations|kudos|"
-    r"danke|vielen dank|(?:tolle|gute) arbeit|glückwunsch|merci|bravo|beau travail|"
-    r"félicitations|gracias(?! a )|buen trabajo|enhorabuena|felicidades|grazie(?! a)|"
-    r"ottimo lavoro|complimenti|obrigad[oa]|(?:excelente|bom) trabalho|parabéns|bedankt|"
-    r"goed werk|gefeliciteerd)\b|谢谢|辛苦了|干得好|ありがとう|お疲れさま|おめでとう",
+    r"(?:thank you|thanks|(?:great|good) (?:work|job)|well done|congratulations|kudos|danke|"
+    r"vielen dank|(?:tolle|gute) arbeit|glückwunsch|merci|bravo|beau travail|félicitations|"
+    r"gracias|buen trabajo|enhorabuena|felicidades|grazie|ottimo lavoro|complimenti|"
+    r"obrigad[oa]|(?:excelente|bom) trabalho|parabéns|bedankt|goed werk|gefeliciteerd)"
+    r"[\s,!]+(?:\S+\s+){0,3}?(?:everyone|everybody|all|y'all|allen|alle|allemaal|tous|"
+    r"toutes|todos|todas|tutti|tutte|iedereen|team)\b[^,]*$",
     re.IGNORECASE,
 )
-"""A sentence that opens by thanking or praising people: "Great work from everyone on this
-loop.", "Bravo à tous pour ce processus." ("Thanks to the new cache, …" says why)."""
+"""A sentence that opens by thanking or praising everyone and says no more: "Great work from
+everyone on this loop.", "Bravo à tous pour ce processus.", "Ottimo lavoro da parte di tutti …"
+(not "Thanks to the new cache, …", "Thanks to everyone who came, the hall was full.", "Merci à
+Paul, le serveur …", "Good work boots cost …" or "Bravo Murillo es la calle …")."""
+_UNSPACED_THANKS = re.compile(r"(?:お疲れさま(?:でした)?|辛苦了|ありがとうございました)[。！!]?$")
+"""「皆さん、お疲れさまでした。」, 「大家辛苦了！」."""
 
 
 def is_a_feeling(body: str) -> bool:
-    """Whether a sentence with no number only tells how much the writer looks forward to
-    something ("Non vedo l'ora …", 「待ちきれない！」). With a number it tells something too:
-    "J'y ai mangé une fois, en mai 2023, donc j'avais hâte …". An "honestly" alone makes no
-    opinion: "Sinceramente, la ruta dura cuatro horas." states how long."""
-    if any(c.isdigit() for c in body):
+    """Whether a sentence with no number and no second clause only tells how much the writer
+    looks forward to something. With a number or a clause it tells something too: "J'y ai
+    mangé une fois, en mai 2023, donc j'avais hâte …", "Non vedo l'ora di rivedere Lucia, che
+    torna da Berlino …"."""
+    if any(c.isdigit() for c in body) or "," in body or "，" in body or "、" in body:
         return False
     return _EAGERNESS.search(body.replace("’", "'")) is not None
 

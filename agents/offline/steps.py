@@ -23,7 +23,7 @@ import stopwordsiso
 
 from aclarai.agents.offline.features import word_set
 from aclarai.agents.offline.language import function_words
-from aclarai.agents.offline.verb_forms import is_imperative, is_only_a_verb
+from aclarai.agents.offline.verb_forms import is_imperative, is_inflected_verb, is_only_a_verb
 from aclarai.agents.offline.words import WORD_PATTERN, word_count
 
 _CLAUSE = re.compile(r"(?:^|[,;，、；]\s*)")
@@ -336,9 +336,10 @@ relative clause."""
 _GERMANIC_INFINITIVE = re.compile(r"[a-zäöüß]{2,}(?:en|ern|eln)$")
 
 _GERMANIC_SUBJECTS = word_set("ich du er sie es wir ihr man")
-_SUBJECTS_AFTER_THE_VERB = word_set("ich er wir ihr man")
-"""A subject after an opening verb makes a statement ("Lockere Läufe laufe ich …"); "sie" and
-"es" after an imperative are its object ("Lösch sie …", "Versuch es …")."""
+_SUBJECTS_AFTER_THE_VERB = word_set("ich er wir man")
+"""A subject after an opening verb makes a statement ("Lockere Läufe laufe ich …"); "sie",
+"es" and "ihr" after an imperative are its object ("Lösch sie …", "Bring ihr die Unterlagen
+…")."""
 
 _DUTCH_SUBJECTS = word_set("ik jij hij zij ze we wij jullie men")
 """("je" is "your" as well: "Rol je kleding op".)"""
@@ -365,6 +366,17 @@ _SMALL_NUMBER = re.compile(r"^\d{1,3}(?:[.,]\d+)?$|^\d+[⁰-⁹]+$")
 """An amount, not a year: "3 minuten", "10⁶ cellen"; after "2020" a verb may come first."""
 
 _ITALIAN_YOU_DO = word_set("sai hai puoi devi vuoi sei")
+"""The verbs that make "Scrivi SQL solido e sai leggere …" describe the reader, not instruct."""
+_SUBORDINATE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
+    "als wanneer zodat omdat voordat totdat dat of die wat que qui si se cuando quando che "
+    "porque perché como come donde dove onde"
+)
+_DIARY_NOW = word_set("gerade net")
+_DIARY_SINCE = word_set("seit sinds inmiddels")
+"""A diary leaves out its "I": "Komm gerade vom Arzt", "Wohne seit März in Köln", "Lig sinds
+gisteren met griep op bed". A step does not say since when."""
+_DUTCH_NOT_FINITE = word_set("niet direct meteen met het dat wat uit eerst echt zacht licht")
+"""Words in -t after an imperative that are no verb: "Controleer direct …", "Zet het …"."""
 _DUTCH_PAST = re.compile(r"^\w{2,}(?:de|te|den|ten)$")
 """A Dutch verb in the past: "Jonas vulde …", "Baker legde …"."""
 _DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
@@ -398,7 +410,7 @@ _GERMAN_AFTER_STEM = word_set(
 """What follows a German imperative of the familiar form when no object does: "Kontrollier
 danach das Manometer", "Leere nach jeder Ladung …", "Geh in dem Fall …"."""
 
-_ARTICLES_DE = word_set(
+_ARTICLES_DE = word_set(  # after which a word in -en is an adjective, not a verb
     "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem "
     "zum zur vom im am ins beim mein meine meinen dein deine deinen sein seine seinen ihr ihre "
     "ihren unser unsere unseren jede jeden jedem jeder dieser diese diesen diesem"
@@ -544,10 +556,12 @@ def is_step(sentence: str, lang: str, *, numbered: bool = False) -> bool:
 
 
 def _opens_with_imperative(sentence: str, lang: str) -> bool:
-    """Whether the sentence opens with what the lexicon knows only as an imperative
-    (:func:`~aclarai.agents.offline.verb_forms.is_imperative`), in a statement's place: not
-    asking ("Heb je …?"), not before its subject ("Wil je …, dan"), not a name before its
-    verb ("Jonas vulde …") or an adjective before its noun ("Lockere Läufe …")."""
+    """Whether the sentence opens with what the lexicon knows as an imperative
+    (:func:`~aclarai.agents.offline.verb_forms.is_imperative`) in a statement's place: not
+    asking ("Heb je …?"), not before its subject ("Wil je …, dan"), not a name or a noun before
+    its verb ("Bas heeft …", "Jonas vulde …", "Stop 4 van de wandeling …", "Tenda e sacos-cama
+    …"), not a concession ("Diga lo que diga, …") and not a diary's line with its "I" left out
+    ("Arbeite seit 2019 als …", "Woon sinds 2018 in Utrecht")."""
     text = sentence.strip()
     words = WORD_PATTERN.findall(text)
     if len(words) < 2 or text.endswith("?") or text.startswith("¿"):
@@ -555,20 +569,33 @@ def _opens_with_imperative(sentence: str, lang: str) -> bool:
     first, second = words[0], words[1]
     if not (first[0].isupper() and first.isalpha() and is_imperative(first.lower(), lang)):
         return False
+    lower = [w.lower() for w in words]
+    if (
+        lower[1] in _VERB_MARKERS.get(lang, ())
+        or lower[1] in _CONJUNCTIONS
+        or second[0].isdigit()
+        or (second[0].isupper() and lang != "de")  # German writes its nouns so
+        or lower[0] in lower[2:]
+        or lower[1] in _DIARY_NOW
+        or any(w in _DIARY_SINCE for w in lower[1:])
+        or has_verb_marker(" ".join(_main_clause(text)[1:]), lang)  # "Acht jaar … was toen …"
+        or (lang in _ROMANCE and text[len(first) : len(first) + 1] == ",")  # "Vea, la perra …"
+    ):
+        return False
     if lang == "de":
         head = WORD_PATTERN.findall(_COMMA.split(text)[0])
         return not (
             (first.endswith("e") and second[0].isupper())
-            or second.lower() in _GERMANIC_COORDINATORS
             or any(w.lower() in _SUBJECTS_AFTER_THE_VERB for w in head[1:])
         )
     if lang == "nl":
-        lower = [w.lower() for w in words]
         return not (
             lower[1] in _DUTCH_SUBJECTS
-            or lower[1] in ("je", "u", "en", "of")
+            or lower[1] in ("je", "u")
             or _DUTCH_PAST.match(lower[1]) is not None
-            or any(_DUTCH_PARTICIPLE.match(w) for w in lower[1:])
+            or _DUTCH_PARTICIPLE.match(lower[1]) is not None  # "Crash opgelost bij …"
+            # "Bas werkt …", "Fiets staat …": a subject and its verb
+            or (lower[1].endswith("t") and len(lower[1]) > 3 and lower[1] not in _DUTCH_NOT_FINITE)
             # "Praat langzaam en verheft nooit haar stem": its verbs agree with a subject
             or any(
                 w == "en" and nxt.endswith("t") and is_imperative(nxt[:-1], lang)
@@ -577,8 +604,18 @@ def _opens_with_imperative(sentence: str, lang: str) -> bool:
         )
     if lang == "it":
         # "Scrivi SQL solido e sai leggere …" (a job's ad): its verbs say what the reader does
-        return not any(w == "e" and nxt.lower() in _ITALIAN_YOU_DO for w, nxt in pairwise(words))
+        return not any(w == "e" and nxt in _ITALIAN_YOU_DO for w, nxt in pairwise(lower))
     return True
+
+
+def _main_clause(text: str) -> list[str]:
+    """The words of a sentence up to its first comma or subordinate clause, whose verbs are its
+    own: "Zet de oven aan als die nog koud is"."""
+    words = WORD_PATTERN.findall(_COMMA.split(text)[0])
+    for i, word in enumerate(words):
+        if i > 0 and word.lower() in _SUBORDINATE_OPENERS:
+            return words[:i]
+    return words
 
 
 def _steps_in_a_row(sentence: str, lang: str) -> bool:
@@ -616,7 +653,7 @@ def _clause_is_step(
     if not words or words[0] in _NOT_STEP_VERBS:
         return False
     first, second = words[0], (words[1] if len(words) > 1 else "")
-    if lang == "en" and is_only_a_verb(first):
+    if lang == "en" and _english_verb_first(clause, after_opening=after_opening):
         return True  # "Validate paper tickets …", "Escalate to the secondary …"
     bare = _CLITIC.sub("", first) if lang in _CLITIC_LANGUAGES else first
     if first in _IMPERATIVES.get(lang, ()) or bare in _IMPERATIVES.get(lang, ()):
@@ -643,6 +680,28 @@ def _clause_is_step(
     if lang == "fr" and _pronoun_infinitive(first, second) and not has_verb_marker(clause, lang):
         return True  # "Le garder humide", "La décongeler une nuit", "L'étaler au rouleau"
     return _verb_with_object(clause, lang, numbered=numbered)
+
+
+def _english_verb_first(clause: str, *, after_opening: bool) -> bool:
+    """Whether an English clause opens with a word that can only be a verb's bare form, where
+    a statement has its subject. Names and brands are such words too ("Sue", "Zoom", "Excel"):
+    one written with a capital after an opening phrase ("In 2019, Sue opened …"), or followed
+    by a capital ("Kindle Unlimited costs …"), a verb of being or an inflected verb ("Sue moved
+    …", "Deploy took …", "Render times dropped …") is a subject."""
+    written = WORD_PATTERN.findall(clause)
+    at = 0
+    while at < len(written) and _skipped(written[at].lower(), "en"):
+        at += 1
+    if at >= len(written) or not is_only_a_verb(written[at].lower()):
+        return False
+    if after_opening and at == 0 and written[at][0].isupper():
+        return False
+    following = written[at + 1] if at + 1 < len(written) else ""
+    return not (
+        following[:1].isupper()
+        or following.lower() in _VERB_MARKERS["en"]
+        or is_inflected_verb(following.lower())
+    )
 
 
 def _pronoun_infinitive(first: str, second: str) -> bool:
@@ -1013,14 +1072,21 @@ def _german_stem_step(sentence: str) -> bool:
     )
 
 
+_DECLINED_RUN = 3
+"""How many adjectives in -en may stand between an article and the word asked about."""
+
+
 def _declined(words: list[str], i: int) -> bool:
     """Whether the German word at ``i`` is an adjective declined after its article, not a verb:
     "auf der anderen Seite", "den gelben Markierungen", "einen kurzen Eintrag"."""
     j = i - 1
-    while j > 0 and words[j].islower() and words[j].endswith(("en", "em", "er", "es", "e")):
-        if words[j].lower() in _ARTICLES_DE:
-            return True
-        j -= 1  # "den diensthabenden Tourenleiter", "die gelben, roten Punkte"
+    while (
+        j > max(0, i - _DECLINED_RUN)
+        and words[j].lower() not in _ARTICLES_DE
+        and words[j].islower()
+        and words[j].endswith("en")
+    ):
+        j -= 1  # "den diensthabenden Tourenleiter", "mit den gelben alten Markierungen"
     return words[j].lower() in _ARTICLES_DE
 
 
@@ -1079,8 +1145,12 @@ def has_verb_marker(sentence: str, lang: str) -> bool:
     markers = _VERB_MARKERS.get(lang)
     if markers is None:
         return True  # no table: a short line gets the benefit of the doubt
-    words = WORD_PATTERN.findall(sentence)
     if lang == "de":
-        # German writes its nouns with a capital: "Stand", "Lag" inside a sentence name things
-        return any(w.lower() in markers and (i == 0 or w.islower()) for i, w in enumerate(words))
-    return any(w.lower() in markers for w in words)
+        # German writes its nouns with a capital: "Stand", "Lag" inside a sentence name things;
+        # after a label's colon a verb opens its part ("Status Küche: Ist bestellt")
+        return any(
+            w.lower() in markers and (i == 0 or w.islower())
+            for part in sentence.split(":")
+            for i, w in enumerate(WORD_PATTERN.findall(part))
+        )
+    return any(w.lower() in markers for w in WORD_PATTERN.findall(sentence))

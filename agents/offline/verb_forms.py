@@ -21,25 +21,42 @@ import json
 from functools import cache, lru_cache
 from importlib import resources
 
-from lemminflect import getAllLemmas
-
 IMPERATIVES_RESOURCE = "imperatives.json.gz"
+IMPERATIVE_LANGUAGES = frozenset({"de", "nl", "es", "pt", "it"})
+"""The languages ``imperatives.json.gz`` holds."""
 
 
 @lru_cache(maxsize=4096)
 def is_only_a_verb(word: str) -> bool:
     """Whether an English word (in lower case) can only be a verb's bare form."""
-    lemmas = getAllLemmas(word)
+    lemmas = _english_lemmas(word)
     return lemmas.keys() == {"VERB"} and word in lemmas["VERB"]
+
+
+@lru_cache(maxsize=4096)
+def is_inflected_verb(word: str) -> bool:
+    """Whether an English word (in lower case) may be a verb other than its bare form:
+    "moved", "took", "crashes", "times"."""
+    verbs = _english_lemmas(word).get("VERB", ())
+    return bool(verbs) and word not in verbs
+
+
+def _english_lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    # Imported here: the lexicon costs some 30 MB, which a vault with no English never needs.
+    from lemminflect import getAllLemmas
+
+    lemmas: dict[str, tuple[str, ...]] = getAllLemmas(word)
+    return lemmas
 
 
 def is_imperative(word: str, lang: str) -> bool:
     """Whether ``word`` (in lower case) is an imperative in ``lang``: "prüf", "volg", "siga"."""
-    return word in _imperatives().get(lang, frozenset())
+    return lang in IMPERATIVE_LANGUAGES and word in _imperatives(lang)
 
 
 @cache
-def _imperatives() -> dict[str, frozenset[str]]:
+def _imperatives(lang: str) -> frozenset[str]:
+    # Read once a language, and only that language kept: a vault is mostly in one or two.
     path = resources.files("aclarai.agents.offline").joinpath(IMPERATIVES_RESOURCE)
-    table = json.loads(gzip.decompress(path.read_bytes()))
-    return {lang: frozenset(forms) for lang, forms in table.items()}
+    table: dict[str, list[str]] = json.loads(gzip.decompress(path.read_bytes()))
+    return frozenset(table.get(lang, ()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aclarai.agents.offline.verb_forms import is_imperative, is_only_a_verb
+from aclarai.agents.offline.verb_forms import is_imperative, is_inflected_verb, is_only_a_verb
 from benchmarks.build_verb_forms import dutch_stems, imperative_forms
 
 
@@ -21,8 +21,9 @@ def test_an_english_word_that_may_be_a_noun_or_is_inflected_is_not_only_a_verb(w
 
 @pytest.mark.parametrize(
     ("word", "lang"),
-    [("prüf", "de"), ("geh", "de"), ("volg", "nl"), ("stuur", "nl"), ("siga", "pt"),
-     ("desça", "pt"), ("deje", "es"), ("scendi", "it"), ("esegui", "it")],
+    [("prüf", "de"), ("geh", "de"), ("sammle", "de"), ("volg", "nl"), ("stuur", "nl"),
+     ("siga", "pt"), ("desça", "pt"), ("deje", "es"), ("tenga", "es"), ("scendi", "it"),
+     ("esegui", "it")],
 )  # fmt: skip
 def test_the_shipped_table_knows_the_imperatives(word: str, lang: str) -> None:
     assert is_imperative(word, lang)
@@ -30,12 +31,14 @@ def test_the_shipped_table_knows_the_imperatives(word: str, lang: str) -> None:
 
 @pytest.mark.parametrize(
     ("word", "lang"),
-    [("folge", "de"), ("stand", "de"), ("hab", "de"), ("wil", "nl"), ("deja", "es"),
-     ("fazia", "pt"), ("era", "it"), ("ouvre", "fr"), ("open", "en")],
+    [("folge", "de"), ("stand", "de"), ("hab", "de"), ("wohne", "de"), ("wil", "nl"),
+     ("woon", "nl"), ("deja", "es"), ("dejaste", "es"), ("pese", "es"), ("fazia", "pt"),
+     ("era", "it"), ("ouvre", "fr"), ("open", "en")],
 )  # fmt: skip
 def test_a_noun_an_auxiliary_or_a_statement_form_is_no_imperative(word: str, lang: str) -> None:
-    """ "Folge" is a noun too, "hab" and "wil" open questions and conditions, "deja" is also
-    "she leaves", "fazia" is the imperfect; French and English are not in the table."""
+    """ "Folge" is a noun too, "hab" and "wil" open questions and conditions, "wohne" and
+    "woon" a diary's line, "deja" is also "she leaves", "dejaste" and "fazia" are pasts, "pese
+    a" is "despite"; French and English are not in the table."""
     assert not is_imperative(word, lang)
 
 
@@ -58,7 +61,21 @@ def test_imperative_forms_keep_only_what_a_step_opens_with() -> None:
         "prüfen": "prüfen",
     }
     assert imperative_forms("de", german) == {"prüf", "prüfe"}
-    spanish = {"deje": "dejar", "deja": "dejar", "siga": "seguir", "iba": "ir", "añadida": "añadir"}
+    spanish = {
+        "deje": "dejar",
+        "deja": "dejar",
+        "dejase": "dejar",  # the past subjunctive ends in the same vowel, and is longer
+        "siga": "seguir",
+        "iba": "ir",
+        "añadida": "añadir",
+    }
     assert imperative_forms("es", spanish) == {"deje", "siga"}
     italian = {"cerchi": "cercare", "scendi": "scendere", "era": "essere", "passi": "passo"}
     assert imperative_forms("it", italian) == {"cerchi", "scendi"}
+
+
+def test_is_inflected_verb_reads_english_forms() -> None:
+    assert is_inflected_verb("moved")
+    assert is_inflected_verb("took")
+    assert not is_inflected_verb("move")
+    assert not is_inflected_verb("the")
