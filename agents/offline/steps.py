@@ -372,11 +372,12 @@ _SUBORDINATE_OPENERS = _GERMANIC_SUBORDINATORS | word_set(
     "porque perché como come donde dove onde"
 )
 _DIARY_NOW = word_set("gerade net")
+"""Right after its verb, a diary's "just now": "Komm gerade vom Arzt", "Kom net terug"."""
 _DIARY_SINCE = word_set("seit sinds inmiddels")
-"""A diary leaves out its "I": "Komm gerade vom Arzt", "Wohne seit März in Köln", "Lig sinds
-gisteren met griep op bed". A step does not say since when."""
-_DUTCH_NOT_FINITE = word_set("niet direct meteen met het dat wat uit eerst echt zacht licht")
-"""Words in -t after an imperative that are no verb: "Controleer direct …", "Zet het …"."""
+"""A diary leaves out its "I": "Wohne seit März in Köln", "Lig sinds gisteren met griep op
+bed". A step does not say since when."""
+_DUTCH_NOT_FINITE = word_set("niet direct eerst echt zacht licht")
+"""Words in -t after an imperative that are no verb: "Controleer direct …", "Doe eerst …"."""
 _DUTCH_PAST = re.compile(r"^\w{2,}(?:de|te|den|ten)$")
 """A Dutch verb in the past: "Jonas vulde …", "Baker legde …"."""
 _DUTCH_FINITE = re.compile(r"^\w{2,}(?:t|de|te|den|ten)$")
