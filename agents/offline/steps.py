@@ -579,7 +579,9 @@ def _opens_with_imperative(sentence: str, lang: str) -> bool:
         or lower[0] in lower[2:]
         or lower[1] in _DIARY_NOW
         or any(w in _DIARY_SINCE for w in lower[1:])
-        or has_verb_marker(" ".join(_main_clause(text)[1:]), lang)  # "Acht jaar … was toen …"
+        # "Acht jaar … was toen …"; the imperative itself is never a marker, and so it stays
+        # first, where German counts a capital as a verb ("Prüf Stand und Pegel" names nouns)
+        or has_verb_marker(" ".join(_main_clause(text)), lang)
         or (lang in _ROMANCE and text[len(first) : len(first) + 1] == ",")  # "Vea, la perra …"
     ):
         return False

@@ -3,10 +3,21 @@ imperatives ``benchmarks/build_verb_forms.py`` keeps from simplemma's for five l
 
 from __future__ import annotations
 
+import gzip
+import json
+from importlib import resources
+
 import pytest
 
-from aclarai.agents.offline.verb_forms import is_imperative, is_inflected_verb, is_only_a_verb
-from benchmarks.build_verb_forms import dutch_stems, imperative_forms
+from aclarai.agents.offline.verb_forms import (
+    IMPERATIVES_RESOURCE,
+    is_imperative,
+    is_inflected_verb,
+    is_only_a_verb,
+)
+from benchmarks.build_verb_forms import build, dutch_stems, imperative_forms
+
+OFFLINE = resources.files("aclarai.agents.offline")
 
 
 @pytest.mark.parametrize("word", ["validate", "decide", "escalate", "put", "incubate"])
@@ -79,3 +90,10 @@ def test_is_inflected_verb_reads_english_forms() -> None:
     assert is_inflected_verb("took")
     assert not is_inflected_verb("move")
     assert not is_inflected_verb("the")
+
+
+def test_the_shipped_table_is_what_the_builder_makes_of_simplemmas_lexicon() -> None:
+    """The table is generated, not edited: rebuilt from the lexicon (Italian, the quickest),
+    it gives the shipped forms."""
+    shipped = json.loads(gzip.decompress((OFFLINE / IMPERATIVES_RESOURCE).read_bytes()))
+    assert build(["it"])["it"] == shipped["it"]
